@@ -1,0 +1,50 @@
+"""refusals: make LLM refusals first-class.
+
+Everything importable from here is public; other modules are implementation details.
+"""
+
+from refusals.model import (
+    ErrorKind,
+    Fallback,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    ToolCall,
+    Usage,
+)
+from refusals.refusal import (
+    CONTENT_FILTER_NOTICE_PREFIX,
+    REFUSAL_NOTICE_PREFIX,
+    content_filter_reason,
+    is_blocked_notice,
+    is_content_filter_notice,
+    is_content_filtered,
+    is_refusal,
+    is_refusal_notice,
+    notice,
+    refusal_reason,
+)
+
+__all__ = [
+    "CONTENT_FILTER_NOTICE_PREFIX",
+    "REFUSAL_NOTICE_PREFIX",
+    "ErrorKind",
+    "Fallback",
+    "FinishReason",
+    "LLMResponse",
+    "ProviderError",
+    "StopDetails",
+    "ToolCall",
+    "Usage",
+    "content_filter_reason",
+    "is_blocked_notice",
+    "is_content_filter_notice",
+    "is_content_filtered",
+    "is_refusal",
+    "is_refusal_notice",
+    "notice",
+    "refusal_reason",
+]
+
+__version__ = "0.1.0"
