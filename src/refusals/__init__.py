@@ -13,6 +13,7 @@ from refusals.model import (
     ToolCall,
     Usage,
 )
+from refusals.providers import NormalizeError, normalize
 from refusals.refusal import (
     CONTENT_FILTER_NOTICE_PREFIX,
     REFUSAL_NOTICE_PREFIX,
@@ -33,6 +34,7 @@ __all__ = [
     "Fallback",
     "FinishReason",
     "LLMResponse",
+    "NormalizeError",
     "ProviderError",
     "StopDetails",
     "ToolCall",
@@ -43,6 +45,7 @@ __all__ = [
     "is_content_filtered",
     "is_refusal",
     "is_refusal_notice",
+    "normalize",
     "notice",
     "refusal_reason",
 ]

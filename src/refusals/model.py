@@ -203,7 +203,7 @@ class LLMResponse:
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     reasoning: str | None = None
-    reasoning_details: list[Detail] | None = field(default_factory=list)
+    reasoning_details: Sequence[Detail] | None = field(default_factory=list)
     usage: Usage | None = field(default_factory=Usage)
     finish_reason: FinishReason = FinishReason.STOP
     raw_finish_reason: str | None = None

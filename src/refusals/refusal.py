@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from refusals.model import FinishReason, LLMResponse, decode_detail, detail_type
+from refusals.model import FinishReason, LLMResponse, detail_type
 
 REFUSAL_NOTICE_PREFIX = "The model declined this request"
 """Leading text of every refusal notice; gates match it through `is_refusal_notice`."""
@@ -227,9 +227,9 @@ def _stop_categories(stop: Any) -> list[str]:
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, str):
-                item = _trim(item)
-                if item and item not in categories:
-                    categories.append(item)
+                name = _trim(item)
+                if name and name not in categories:
+                    categories.append(name)
     if not categories:
         category = _stop_field(stop, "category")
         if category is not None:

@@ -43,7 +43,6 @@ def test_finish_reasons_keep_refusal_and_content_filter_apart() -> None:
         "refusal",
         "error",
     ]
-    assert FinishReason.REFUSAL != FinishReason.CONTENT_FILTER
 
 
 def test_stop_details_are_read_from_the_first_stop_details_detail() -> None:

@@ -28,9 +28,9 @@ from refusals.refusal import (
 )
 
 FALLBACK_SENTENCE = "The configured fallback model also declined."
-texts = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=600)
+texts = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=600)
 spaced_texts = st.text(
-    alphabet=st.sampled_from(list("abc XYZ.!?\n\t\u3000\u00a0\x1c") + ["I", "É"]), max_size=900
+    alphabet=st.sampled_from([*"abc XYZ.!?\n\t\u3000\u00a0\x1c", "I", "É"]), max_size=900
 )
 optional_text = st.none() | texts | spaced_texts
 
@@ -52,7 +52,7 @@ responses = st.builds(
             content=content,
             finish_reason=FinishReason.REFUSAL,
             reasoning_details=[_stop(category, explanation, recommended)]
-            + ([json.dumps({"type": "fallback", "from": {"model": "a"}})] if fallback_block else []),
+            + ([json.dumps({"type": "fallback", "from": {"model": "a"}})] * fallback_block),
             usage=Usage(iterations=[{"type": "fallback_message"}] if fallback_iter else []),
         )
     ),

@@ -130,7 +130,7 @@ def inspect_command(
     read standard input.
     """
     name = source.name if isinstance(source.name, str) else "-"
-    name = "<stdin>" if name == "<stdin>" or name == "-" else name
+    name = "<stdin>" if name in {"<stdin>", "-"} else name
     data = _read(source)
     try:
         response = normalize(data, provider=provider, status=status)

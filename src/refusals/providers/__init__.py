@@ -47,7 +47,9 @@ PROVIDERS: tuple[str, ...] = (
 """Provider names accepted by `--provider` and as the prefix of model strings."""
 
 # Vendors whose API is OpenAI Chat Completions with their own extensions and errors.
-_CHAT_COMPATIBLE = frozenset({"openai", "azure", "openrouter", "deepseek", "xai", "groq", "mistral"})
+_CHAT_COMPATIBLE = frozenset(
+    {"openai", "azure", "openrouter", "deepseek", "xai", "groq", "mistral"}
+)
 
 _EXPECTED = (
     "a provider response or error body (Anthropic Messages, OpenAI Chat Completions or "
@@ -60,7 +62,7 @@ def decode_payload(payload: Any) -> Any:
     """A payload as plain JSON values: bytes and text are parsed, SDK objects dumped."""
     if isinstance(payload, bytes | bytearray | memoryview | str):
         raw = bytes(payload) if not isinstance(payload, str) else payload
-        if not (raw.strip() if isinstance(raw, bytes) else raw.strip()):
+        if not raw.strip():
             raise NormalizeError(f"the payload is empty; expected {_EXPECTED}")
         try:
             return orjson.loads(raw)
