@@ -1,0 +1,327 @@
+"""Typed stream events, and the accumulator every stream decoder builds its response with.
+
+A provider's stream decoder turns each wire event into zero or more of these events and
+feeds them to a `StreamAccumulator`, whose `response` is the `LLMResponse` so far. The
+`Verdict` event is emitted on the wire event that carries the verdict, so a consumer can
+stop reading the moment a refusal or filter is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from refusals.model import (
+    Fallback,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    ToolCall,
+    Usage,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """Part of a tool call; `id` and `name` arrive with its first delta."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalDelta:
+    """Refusal text the model streams instead of an answer (OpenAI `refusal` fields)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackSeam:
+    """A server-side fallback took over: what follows comes from `fallback.to_model`."""
+
+    fallback: Fallback
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdate:
+    """Token counts so far; a later update replaces the counts it carries."""
+
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How the response ends, known from this event on.
+
+    A refusal or content-filter verdict is final: the decoder keeps reading only to
+    collect details and usage, and a consumer may stop here.
+    """
+
+    finish_reason: FinishReason
+    raw_finish_reason: str | None = None
+    stop_details: StopDetails | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """The stream reported an error, or ended before its terminal event."""
+
+    message: str
+    error: ProviderError | None = None
+
+
+StreamEvent = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | RefusalDelta
+    | FallbackSeam
+    | UsageUpdate
+    | Verdict
+    | StreamError
+)
+
+_TERMINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+
+@dataclass(slots=True)
+class StreamAccumulator:
+    """Folds stream events into an `LLMResponse`, keeping the rules every decoder shares.
+
+    - A later verdict never erases an earlier refusal or filter, and stop details once
+      given are kept when a later event carries none.
+    - Text before a refusal, filter or error is kept but marked cut off.
+    - Memory holds the accumulated content and nothing per event.
+    """
+
+    provider: str | None = None
+    api: str | None = None
+    model: str | None = None
+    request_id: str | None = None
+    _text: list[str] = field(default_factory=list)
+    _reasoning: list[str] = field(default_factory=list)
+    _refusal: list[str] = field(default_factory=list)
+    _tools: dict[int, ToolCall] = field(default_factory=dict)
+    _details: list[str] = field(default_factory=list)
+    _usage: Usage = field(default_factory=Usage)
+    _verdict: Verdict | None = None
+    _verdict_index: int | None = None
+    _stop_details: StopDetails | None = None
+    _error: StreamError | None = None
+    events_seen: int = 0
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self._verdict
+
+    @property
+    def verdict_index(self) -> int | None:
+        """Index of the wire event that carried the verdict (first one that decided it)."""
+        return self._verdict_index
+
+    @property
+    def error(self) -> StreamError | None:
+        return self._error
+
+    def add_detail(self, detail: str) -> None:
+        """Keep a reasoning detail (JSON text) in stream order."""
+        self._details.append(detail)
+
+    def apply(self, event: StreamEvent, wire_index: int) -> bool:
+        """Fold one event in; True when it set or changed the verdict."""
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning.append(event.text)
+        elif isinstance(event, RefusalDelta):
+            self._refusal.append(event.text)
+        elif isinstance(event, ToolCallDelta):
+            call = self._tools.get(event.index)
+            if call is None:
+                call = self._tools[event.index] = ToolCall()
+            if event.id:
+                call.id = event.id
+            if event.name:
+                call.name = event.name
+            call.arguments += event.arguments
+        elif isinstance(event, FallbackSeam):
+            self._details.append(event.fallback.to_detail())
+        elif isinstance(event, UsageUpdate):
+            self._merge_usage(event.usage)
+        elif isinstance(event, StreamError):
+            if self._error is None:
+                self._error = event
+        else:
+            return self._set_verdict(event, wire_index)
+        return False
+
+    def _merge_usage(self, usage: Usage) -> None:
+        mine = self._usage
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+            value = getattr(usage, name)
+            if value:
+                setattr(mine, name, value)
+        if usage.iterations:
+            mine.iterations = list(usage.iterations)
+
+    def _set_verdict(self, verdict: Verdict, wire_index: int) -> bool:
+        if verdict.stop_details is not None:
+            if self._stop_details is None:
+                self._stop_details = verdict.stop_details
+            else:
+                self._stop_details = _merge_stop(self._stop_details, verdict.stop_details)
+        current = self._verdict
+        if current is not None and current.finish_reason in _TERMINAL:
+            # A refusal or filter is final; later events only add details and the raw value.
+            if current.raw_finish_reason is None and verdict.raw_finish_reason is not None:
+                self._verdict = Verdict(current.finish_reason, verdict.raw_finish_reason)
+            return False
+        if current is not None and verdict.finish_reason is current.finish_reason:
+            if verdict.raw_finish_reason and not current.raw_finish_reason:
+                self._verdict = Verdict(current.finish_reason, verdict.raw_finish_reason)
+            return False
+        self._verdict = Verdict(verdict.finish_reason, verdict.raw_finish_reason)
+        self._verdict_index = wire_index
+        return True
+
+    @property
+    def response(self) -> LLMResponse:
+        """The response as accumulated so far."""
+        verdict = self._verdict
+        error = self._error
+        finish = verdict.finish_reason if verdict is not None else FinishReason.ERROR
+        raw = verdict.raw_finish_reason if verdict is not None else None
+        if error is not None and (verdict is None or finish not in _TERMINAL):
+            finish = FinishReason.CONTENT_FILTER if _is_policy(error) else FinishReason.ERROR
+            raw = raw or (error.error.code if error.error is not None else None)
+        refusal_text = "".join(self._refusal)
+        text = "".join(self._text)
+        content = text or refusal_text or None
+        details = list(self._details)
+        stop = self._stop_details
+        if stop is None and error is not None and finish is FinishReason.CONTENT_FILTER:
+            stop = StopDetails(explanation=error.message)
+        if stop is not None:
+            details.insert(0, stop.to_detail())
+        cut_off = bool(text) and finish in (*_TERMINAL, FinishReason.ERROR)
+        if refusal_text and finish not in _TERMINAL:
+            # Refusal text makes the stream a refusal whatever finish reason followed it.
+            finish = FinishReason.REFUSAL
+        usage = Usage(
+            input_tokens=self._usage.input_tokens,
+            output_tokens=self._usage.output_tokens,
+            cache_read_tokens=self._usage.cache_read_tokens,
+            cache_creation_tokens=self._usage.cache_creation_tokens,
+            iterations=list(self._usage.iterations),
+        )
+        return LLMResponse(
+            content=content,
+            tool_calls=[self._tools[i] for i in sorted(self._tools)],
+            reasoning="".join(self._reasoning) or None,
+            reasoning_details=details,
+            usage=usage,
+            finish_reason=finish,
+            raw_finish_reason=raw,
+            model=self.model,
+            request_id=self.request_id,
+            provider=self.provider,
+            api=self.api,
+            cut_off=cut_off,
+            error=error.error if error is not None else None,
+        )
+
+
+def _is_policy(error: StreamError) -> bool:
+    return error.error is not None and error.error.kind.value == "policy"
+
+
+def _merge_stop(first: StopDetails, later: StopDetails) -> StopDetails:
+    """`first`, with the fields it lacks taken from `later`: null never erases a value."""
+    return StopDetails(
+        category=first.category if first.category is not None else later.category,
+        explanation=first.explanation if first.explanation is not None else later.explanation,
+        recommended_model=first.recommended_model
+        if first.recommended_model is not None
+        else later.recommended_model,
+        fallback_credit_token=first.fallback_credit_token
+        if first.fallback_credit_token is not None
+        else later.fallback_credit_token,
+        fallback_has_prefill_claim=first.fallback_has_prefill_claim
+        if first.fallback_has_prefill_claim is not None
+        else later.fallback_has_prefill_claim,
+        categories=first.categories or later.categories,
+    )
+
+
+class WireDecoder:
+    """Shared driver of a provider's incremental stream decoder.
+
+    A provider module subclasses it with `API` and `decode(name, payload)`, which turns
+    one decoded wire event into stream events; the driver parses JSON, numbers the wire
+    events, folds everything into the accumulator, and on `close()` reports a stream that
+    ended before its terminal event as an error.
+    """
+
+    API = "unknown"
+
+    def __init__(self, provider: str) -> None:
+        self.acc = StreamAccumulator(provider=provider, api=self.API)
+        self.done = False
+        """Set by `decode` when the wire format's terminal event arrived."""
+
+    @property
+    def response(self) -> LLMResponse:
+        return self.acc.response
+
+    def feed(self, name: str | None, data: str | bytes) -> list[StreamEvent]:
+        """Decode one framed wire event: its SSE event name (or event-stream type) and data."""
+        index = self.acc.events_seen
+        self.acc.events_seen += 1
+        if isinstance(data, str) and data.strip() == "[DONE]":
+            self.done = True
+            return []
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            events: list[StreamEvent] = [StreamError(f"stream event {index} is not JSON")]
+        else:
+            events = self.decode(name, payload)
+        for event in events:
+            self.acc.apply(event, index)
+        return events
+
+    def close(self) -> list[StreamEvent]:
+        """End of input: flush what the format holds back, then check the stream finished."""
+        events = self.finish()
+        for event in events:
+            self.acc.apply(event, self.acc.events_seen)
+        if not self.done and self.acc.error is None:
+            missing = StreamError(
+                "the stream ended before its terminal event; the response is incomplete"
+            )
+            self.acc.apply(missing, self.acc.events_seen)
+            events.append(missing)
+        return events
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        raise NotImplementedError
+
+    def finish(self) -> list[StreamEvent]:
+        """Events held back until the end of the stream (none by default)."""
+        return []

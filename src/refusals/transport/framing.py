@@ -1,0 +1,232 @@
+"""Stream framing: Server-Sent Events and the AWS event-stream binary format.
+
+Both parsers are incremental: feed them bytes as they arrive, in chunks of any size,
+and they return the complete events so far. Splitting a stream at any byte offset gives
+the same events.
+
+SSE follows the WHATWG specification (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation):
+CR, LF and CRLF line ends, comments, multi-line data, `event`, `id` and `retry`
+fields, one leading space stripped from a value, a leading byte-order mark ignored.
+Unlike a browser, `close()` also dispatches a last event that lacks its blank line:
+some providers and recordings end that way, and dropping a final `message_stop` or
+`[DONE]` would turn a complete stream into a truncated one.
+
+AWS event-stream (https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream):
+a 12-byte prelude (total length, headers length, prelude CRC32), headers, payload and a
+message CRC32; both CRCs are checked.
+"""
+
+from __future__ import annotations
+
+import codecs
+import struct
+import zlib
+from dataclasses import dataclass
+
+
+class FramingError(ValueError):
+    """The bytes are not valid framing (a bad CRC, a truncated message, invalid UTF-8)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched SSE event; `event` is None when the stream named no type."""
+
+    data: str
+    event: str | None = None
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEParser:
+    """Incremental Server-Sent Events parser."""
+
+    __slots__ = ("_data", "_decoder", "_event", "_last_id", "_partial", "_pending_cr", "_retry",
+                 "_started")
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._partial = ""
+        self._pending_cr = False
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Parse `chunk`; return the events it completed."""
+        return self._feed_text(self._decoder.decode(chunk))
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: flush a final line and a final event that lacks its blank line."""
+        events = self._feed_text(self._decoder.decode(b"", final=True))
+        if self._partial:
+            line, self._partial = self._partial, ""
+            self._line(line, events)
+        self._dispatch(events)
+        return events
+
+    def _feed_text(self, text: str) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        if not text:
+            return events
+        if not self._started:
+            self._started = True
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        if self._pending_cr:
+            # A CR ended the previous chunk; an LF starting this one belongs to it.
+            self._pending_cr = False
+            if text.startswith("\n"):
+                text = text[1:]
+        if "\r" in text:
+            if text.endswith("\r"):
+                self._pending_cr = True
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if self._partial:
+            lines[0] = self._partial + lines[0]
+        self._partial = lines.pop()
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def _line(self, line: str, events: list[SSEEvent]) -> None:
+        if not line:
+            self._dispatch(events)
+            return
+        if line[0] == ":":
+            return
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+
+    def _dispatch(self, events: list[SSEEvent]) -> None:
+        if self._data:
+            events.append(
+                SSEEvent("\n".join(self._data), self._event or None, self._last_id, self._retry)
+            )
+        self._data = []
+        self._event = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventStreamMessage:
+    """One AWS event-stream message: its string headers and its payload bytes."""
+
+    headers: dict[str, str]
+    payload: bytes
+
+    @property
+    def event_type(self) -> str | None:
+        """`:event-type` for events, `:exception-type` for modelled exceptions."""
+        return self.headers.get(":event-type") or self.headers.get(":exception-type")
+
+    @property
+    def message_type(self) -> str:
+        return self.headers.get(":message-type", "event")
+
+
+_PRELUDE = struct.Struct(">III")
+_MAX_MESSAGE = 16 * 1024 * 1024
+
+
+class EventStreamParser:
+    """Incremental AWS event-stream parser that checks both CRCs of every message."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> list[EventStreamMessage]:
+        self._buffer += chunk
+        messages: list[EventStreamMessage] = []
+        buffer = self._buffer
+        offset = 0
+        while len(buffer) - offset >= _PRELUDE.size:
+            total, headers_len, prelude_crc = _PRELUDE.unpack_from(buffer, offset)
+            if zlib.crc32(buffer[offset : offset + 8]) != prelude_crc:
+                raise FramingError(f"event-stream prelude CRC mismatch at byte {offset}")
+            if total < 16 or total > _MAX_MESSAGE or headers_len > total - 16:
+                raise FramingError(f"event-stream message length {total} is invalid")
+            if len(buffer) - offset < total:
+                break
+            end = offset + total
+            (message_crc,) = struct.unpack_from(">I", buffer, end - 4)
+            if zlib.crc32(buffer[offset : end - 4]) != message_crc:
+                raise FramingError(f"event-stream message CRC mismatch at byte {offset}")
+            headers_start = offset + 12
+            headers = _headers(bytes(buffer[headers_start : headers_start + headers_len]))
+            payload = bytes(buffer[headers_start + headers_len : end - 4])
+            messages.append(EventStreamMessage(headers, payload))
+            offset = end
+        del buffer[:offset]
+        return messages
+
+    def close(self) -> list[EventStreamMessage]:
+        if self._buffer:
+            left = len(self._buffer)
+            self._buffer.clear()
+            raise FramingError(f"event stream ended inside a message ({left} bytes left over)")
+        return []
+
+
+# Header value types of the event-stream format and their fixed sizes (None: 2-byte length).
+_FIXED_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
+
+
+def _headers(raw: bytes) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    pos = 0
+    try:
+        while pos < len(raw):
+            name_len = raw[pos]
+            name = raw[pos + 1 : pos + 1 + name_len].decode("utf-8")
+            pos += 1 + name_len
+            kind = raw[pos]
+            pos += 1
+            if kind in (6, 7):
+                (size,) = struct.unpack_from(">H", raw, pos)
+                value = raw[pos + 2 : pos + 2 + size]
+                pos += 2 + size
+                headers[name] = value.decode("utf-8") if kind == 7 else value.hex()
+            elif kind in _FIXED_SIZES:
+                size = _FIXED_SIZES[kind]
+                if kind in (0, 1):
+                    headers[name] = "true" if kind == 0 else "false"
+                else:
+                    headers[name] = str(int.from_bytes(raw[pos : pos + size], "big", signed=True))
+                pos += size
+            else:
+                raise FramingError(f"event-stream header {name!r} has unknown type {kind}")
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise FramingError(f"event-stream headers are malformed: {exc}") from None
+    return headers
+
+
+def encode_event_stream(headers: dict[str, str], payload: bytes) -> bytes:
+    """One event-stream message with string headers: for the mock provider and tests."""
+    raw_headers = b"".join(
+        bytes([len(name.encode())])
+        + name.encode()
+        + b"\x07"
+        + struct.pack(">H", len(value.encode()))
+        + value.encode()
+        for name, value in headers.items()
+    )
+    total = 12 + len(raw_headers) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(raw_headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + raw_headers + payload
+    return body + struct.pack(">I", zlib.crc32(body))
