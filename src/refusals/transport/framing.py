@@ -41,8 +41,16 @@ class SSEEvent:
 class SSEParser:
     """Incremental Server-Sent Events parser."""
 
-    __slots__ = ("_data", "_decoder", "_event", "_last_id", "_partial", "_pending_cr", "_retry",
-                 "_started")
+    __slots__ = (
+        "_data",
+        "_decoder",
+        "_event",
+        "_last_id",
+        "_partial",
+        "_pending_cr",
+        "_retry",
+        "_started",
+    )
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -1,0 +1,226 @@
+"""SSE and AWS event-stream framing: the specification's cases, any chunking, fuzzing."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from refusals.transport.framing import (
+    EventStreamParser,
+    FramingError,
+    SSEEvent,
+    SSEParser,
+    encode_event_stream,
+)
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def parse(data: bytes, sizes: list[int] | None = None) -> list[SSEEvent]:
+    parser = SSEParser()
+    events: list[SSEEvent] = []
+    if sizes is None:
+        events += parser.feed(data)
+    else:
+        pos = 0
+        for size in sizes:
+            events += parser.feed(data[pos : pos + size])
+            pos += size
+        events += parser.feed(data[pos:])
+    return events + parser.close()
+
+
+def test_event_data_id_and_retry_fields_are_read() -> None:
+    events = parse(b"event: ping\ndata: {}\nid: 7\nretry: 1500\n\n")
+    assert events == [SSEEvent(data="{}", event="ping", id="7", retry=1500)]
+
+
+def test_multi_line_data_is_joined_with_line_feeds() -> None:
+    assert parse(b"data: first\ndata:second\ndata:  third\n\n") == [
+        SSEEvent(data="first\nsecond\n third")
+    ]
+
+
+def test_comments_and_unknown_fields_are_ignored() -> None:
+    data = b": OPENROUTER PROCESSING\n\nfoo: bar\ndata: x\n\n"
+    assert parse(data) == [SSEEvent(data="x")]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
+def test_cr_lf_and_crlf_line_ends_give_the_same_events(newline: bytes) -> None:
+    raw = newline.join([b"event: a", b"data: 1", b"", b"data: 2", b"", b""])
+    assert parse(raw) == [SSEEvent(data="1", event="a"), SSEEvent(data="2")]
+
+
+def test_a_crlf_split_between_chunks_is_one_line_end() -> None:
+    raw = b"data: 1\r\n\r\ndata: 2\r\n\r\n"
+    for cut in range(len(raw) + 1):
+        assert parse(raw, [cut]) == [SSEEvent(data="1"), SSEEvent(data="2")], cut
+
+
+def test_event_without_data_is_not_dispatched_and_type_resets() -> None:
+    assert parse(b"event: lonely\n\ndata: x\n\n") == [SSEEvent(data="x")]
+
+
+def test_field_without_colon_and_empty_data_line() -> None:
+    assert parse(b"data\n\n") == [SSEEvent(data="")]
+
+
+def test_byte_order_mark_at_start_is_ignored() -> None:
+    assert parse(b"\xef\xbb\xbfdata: x\n\n") == [SSEEvent(data="x")]
+
+
+def test_retry_must_be_digits_and_id_with_nul_is_ignored() -> None:
+    events = parse(b"retry: 1x\nid: a\x00b\ndata: x\n\n")
+    assert events == [SSEEvent(data="x")]
+
+
+def test_a_last_event_without_blank_line_is_flushed_on_close() -> None:
+    assert parse(b"event: message_stop\ndata: {}") == [SSEEvent(data="{}", event="message_stop")]
+
+
+def test_multibyte_characters_split_across_chunks_survive() -> None:
+    raw = "data: héllo 😀\n\n".encode()
+    for cut in range(len(raw) + 1):
+        assert parse(raw, [cut]) == [SSEEvent(data="héllo 😀")]
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.sse")), ids=lambda p: p.name)
+def test_recorded_streams_decode_identically_at_every_split(path: Path) -> None:
+    raw = path.read_bytes()
+    whole = parse(raw)
+    assert whole, "a recorded stream has events"
+    step = max(1, len(raw) // 200)
+    for cut in range(0, len(raw) + 1, step):
+        assert parse(raw, [cut]) == whole
+
+
+sse_lines = st.lists(
+    st.one_of(
+        st.just(b""),
+        st.just(b": comment"),
+        st.builds(
+            lambda v: b"data: " + v,
+            st.binary(max_size=12).filter(lambda b: b"\n" not in b and b"\r" not in b),
+        ),
+        st.builds(lambda v: b"event: " + v.encode(), st.text(alphabet="abc_", max_size=6)),
+        st.builds(lambda v: b"id: " + str(v).encode(), st.integers(0, 99)),
+        st.builds(lambda v: b"retry: " + str(v).encode(), st.integers(0, 9999)),
+    ),
+    max_size=30,
+)
+
+
+@given(
+    sse_lines, st.sampled_from([b"\n", b"\r", b"\r\n"]), st.lists(st.integers(0, 40), max_size=8)
+)
+def test_fuzzed_sse_is_independent_of_chunking_and_line_ends(
+    lines: list[bytes], newline: bytes, sizes: list[int]
+) -> None:
+    raw = newline.join(lines)
+    expected = parse(b"\n".join(lines))
+    assert parse(raw, sizes) == expected
+
+
+@given(st.binary(max_size=300), st.lists(st.integers(0, 50), max_size=6))
+def test_arbitrary_bytes_never_raise(raw: bytes, sizes: list[int]) -> None:
+    assert parse(raw, sizes) == parse(raw)
+
+
+def test_event_stream_round_trips_and_checks_both_crcs() -> None:
+    message = encode_event_stream(
+        {":event-type": "messageStop", ":message-type": "event"}, b'{"stopReason":"end_turn"}'
+    )
+    parser = EventStreamParser()
+    messages = []
+    for byte in message:
+        messages += parser.feed(bytes([byte]))
+    assert parser.close() == []
+    assert len(messages) == 1
+    assert messages[0].event_type == "messageStop"
+    assert messages[0].payload == b'{"stopReason":"end_turn"}'
+
+    corrupt_payload = bytearray(message)
+    corrupt_payload[-6] ^= 0xFF
+    with pytest.raises(FramingError, match="message CRC"):
+        EventStreamParser().feed(bytes(corrupt_payload))
+    corrupt_prelude = bytearray(message)
+    corrupt_prelude[2] ^= 0xFF
+    with pytest.raises(FramingError, match="prelude CRC"):
+        EventStreamParser().feed(bytes(corrupt_prelude))
+
+
+def test_event_stream_that_ends_inside_a_message_is_an_error() -> None:
+    message = encode_event_stream({":event-type": "metadata"}, b"{}")
+    parser = EventStreamParser()
+    assert parser.feed(message[:-3]) == []
+    with pytest.raises(FramingError, match="ended inside a message"):
+        parser.close()
+
+
+def test_event_stream_headers_of_every_type_are_read() -> None:
+    raw_headers = (
+        b"\x04bool\x00"
+        + b"\x04byte\x02\x05"
+        + b"\x05short\x03\x00\x07"
+        + b"\x03int\x04\x00\x00\x00\x09"
+        + b"\x04long\x05"
+        + struct.pack(">q", -3)
+        + b"\x03bin\x06\x00\x02\xab\xcd"
+        + b"\x03str\x07\x00\x02hi"
+        + b"\x02ts\x08"
+        + struct.pack(">q", 1)
+        + b"\x04uuid\x09"
+        + bytes(16)
+    )
+    total = 12 + len(raw_headers) + 4
+    prelude = struct.pack(">II", total, len(raw_headers))
+    prelude += struct.pack(">I", zlib.crc32(prelude))
+    body = prelude + raw_headers
+    message = body + struct.pack(">I", zlib.crc32(body))
+    (parsed,) = EventStreamParser().feed(message)
+    assert parsed.headers == {
+        "bool": "true",
+        "byte": "5",
+        "short": "7",
+        "int": "9",
+        "long": "-3",
+        "bin": "abcd",
+        "str": "hi",
+        "ts": "1",
+        "uuid": "0",
+    }
+
+
+def test_event_stream_agrees_with_botocore() -> None:
+    parsers = pytest.importorskip(
+        "botocore.eventstream", reason="botocore (the bedrock extra) is not installed"
+    )
+    stream = b"".join(
+        encode_event_stream({":event-type": name, ":message-type": "event"}, payload)
+        for name, payload in [
+            ("messageStart", b'{"role":"assistant"}'),
+            ("contentBlockDelta", b'{"delta":{"text":"hi"},"contentBlockIndex":0}'),
+            ("messageStop", b'{"stopReason":"guardrail_intervened"}'),
+        ]
+    )
+    buffer = parsers.EventStreamBuffer()
+    buffer.add_data(stream)
+    theirs = [(m.headers[":event-type"], m.payload) for m in buffer]
+    ours = [(m.event_type, m.payload) for m in EventStreamParser().feed(stream)]
+    assert ours == theirs
+
+
+@given(st.binary(max_size=200))
+def test_event_stream_garbage_raises_only_framing_errors(raw: bytes) -> None:
+    parser = EventStreamParser()
+    try:
+        parser.feed(raw)
+        parser.close()
+    except FramingError:
+        pass
