@@ -1,30 +1,333 @@
-"""Placeholder: replaced by the wire-format implementation."""
+"""Anthropic Messages API (GA and beta): full responses and HTTP error bodies.
+
+Documentation:
+- Messages API: https://docs.claude.com/en/api/messages
+- Stop reasons: https://docs.claude.com/en/docs/build-with-claude/handling-stop-reasons
+- Errors: https://docs.claude.com/en/api/errors
+
+A refusal is an HTTP 200 message with `stop_reason: "refusal"`; the provider's reasons
+come in `stop_details` (on the wire `{"type": "refusal", "category", "explanation",
+"recommended_model", "fallback_credit_token", "fallback_has_prefill_claim"}`). The category
+is an open set: new values pass through unchanged, never checked against a list. A
+server-side fallback shows as a `fallback` content block and as `fallback_message`
+entries in `usage.iterations`. All of these become `reasoning_details` (see
+`refusals.model`); the notice itself is built only by `refusals.refusal`.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
-from refusals.model import LLMResponse
-from refusals.providers._common import JsonObject, NormalizeError
+import orjson
 
-API = "unknown"
+from refusals.model import (
+    Detail,
+    ErrorKind,
+    Fallback,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    ToolCall,
+    Usage,
+)
+from refusals.providers._common import (
+    JsonObject,
+    NormalizeError,
+    arr,
+    error_response,
+    integer,
+    obj,
+    require_object,
+    status_error_kind,
+    string,
+)
+from refusals.refusal import truncate_within
+
+API = "messages"
+
+STOP_REASONS: dict[str, FinishReason] = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "model_context_window_exceeded": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_CALLS,
+    "pause_turn": FinishReason.PAUSE,
+    "compaction": FinishReason.PAUSE,
+    "refusal": FinishReason.REFUSAL,
+}
+"""Raw `stop_reason` → FinishReason. Anything not listed (or absent) is ERROR, never STOP."""
+
+ERROR_TYPES: dict[str, ErrorKind] = {
+    "invalid_request_error": ErrorKind.INVALID_REQUEST,  # 400
+    "authentication_error": ErrorKind.AUTH,  # 401
+    "billing_error": ErrorKind.AUTH,  # 402
+    "permission_error": ErrorKind.AUTH,  # 403
+    "not_found_error": ErrorKind.INVALID_REQUEST,  # 404
+    "conflict_error": ErrorKind.TRANSIENT,  # 409
+    "request_too_large": ErrorKind.INVALID_REQUEST,  # 413
+    "rate_limit_error": ErrorKind.TRANSIENT,  # 429
+    "api_error": ErrorKind.TRANSIENT,  # 500
+    "timeout_error": ErrorKind.TRANSIENT,  # 504
+    "overloaded_error": ErrorKind.TRANSIENT,  # 529
+}
+"""`error.type` of an error body → ErrorKind; unknown types fall back to the HTTP status."""
+
+NOT_RETRYABLE_ERROR_CODES: dict[str, ErrorKind] = {
+    # A 429 whose `error.details.error_code` says the monthly spend limit was reached:
+    # retrying fails until the limit changes.
+    "enforced_spend_limit_reached": ErrorKind.AUTH,
+}
+
+MAX_ERROR_MESSAGE_CHARS = 500
+"""Upper bound, in code points, on an error message copied from a provider body."""
+
+# "Output blocked by content filtering policy" (HTTP 400 invalid_request_error) and
+# similar wordings: a policy block, not a malformed request.
+_POLICY_BLOCK = re.compile(
+    r"\b(?:blocked|flagged|filtered)\b.{0,60}?\b(?:content[ _-]?filter\w*|guardrails?"
+    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+_SECRETS = re.compile(
+    r"(?:x-api-key|api[-_ ]?key|authorization|x-goog-api-key)[\"']?\s*[:=]\s*[\"']?"
+    r"(?:(?:bearer|basic)\s+)?[^\s\"',;}]+"
+    r"|\bbearer\s+[A-Za-z0-9._~+/=-]+"
+    r"|\bsk-[A-Za-z0-9_-]{6,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    re.IGNORECASE,
+)
+_REDACTED = "[REDACTED]"
+_TAGS = re.compile(r"<[^>]*>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 def detect_provider(body: JsonObject) -> str | None:
+    """`"anthropic"` for a Messages response or an Anthropic error body, else None."""
+    if _is_message(body) or _is_error_body(body):
+        return "anthropic"
     return None
 
 
 def looks_like(body: JsonObject) -> bool:
-    return False
+    return detect_provider(body) is not None
 
 
 def is_error(body: JsonObject) -> bool:
-    return False
+    """The body is an error (`{"type": "error", "error": {...}}`), even without a status."""
+    if body.get("type") == "error":
+        return True
+    return isinstance(body.get("error"), dict) and not _has_message_fields(body)
 
 
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+    """A full (non-streaming) Messages response as an `LLMResponse`."""
+    body = require_object(body, "an Anthropic Messages response")
+    if not _has_message_fields(body):
+        raise NormalizeError(
+            'expected an Anthropic Messages response (an object with type "message", '
+            "content and stop_reason)"
+        )
+
+    texts: list[str] = []
+    thinking: list[str] = []
+    tool_calls: list[ToolCall] = []
+    details: list[Detail] = []
+    for block in arr(body.get("content")):
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = string(block.get("text"))
+            if text:
+                texts.append(text)
+        elif kind == "thinking":
+            text = string(block.get("thinking"))
+            if text:
+                thinking.append(text)
+            details.append(_detail("thinking", "signature", string(block.get("signature"))))
+        elif kind == "redacted_thinking":
+            details.append(_detail("redacted_thinking", "data", string(block.get("data"))))
+        elif kind == "tool_use":
+            tool_calls.append(
+                ToolCall(
+                    id=string(block.get("id")) or "",
+                    name=string(block.get("name")) or "",
+                    arguments=_json_text(block["input"]) if "input" in block else "",
+                )
+            )
+        elif kind == "fallback":
+            # Kept in place, so a fallback's position among thinking details is preserved.
+            details.append(
+                Fallback(
+                    from_model=_model_name(block.get("from")),
+                    to_model=_model_name(block.get("to")),
+                    trigger=string(obj(block.get("trigger")).get("type")),
+                ).to_detail()
+            )
+        # server_tool_use, web_search_tool_result, compaction and other blocks ran on the
+        # server: they are neither answer text nor calls the client has to run.
+
+    stop = _stop_details(body.get("stop_details"))
+    if stop is not None:
+        details.append(stop.to_detail())
+
+    raw = string(body.get("stop_reason"))
+    finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    content = "".join(texts) or None
+    reasoning = "\n\n".join(thinking) or None
+    return LLMResponse(
+        content=content,
+        tool_calls=tool_calls,
+        reasoning=reasoning,
+        reasoning_details=details,
+        usage=_usage(body.get("usage")),
+        finish_reason=finish,
+        raw_finish_reason=raw,
+        model=string(body.get("model")),
+        request_id=string(body.get("id")),
+        provider=provider,
+        api=API,
+        cut_off=_interrupted(finish) and bool(content or tool_calls or reasoning),
+    )
 
 
-def parse_error(body: Any, status: int | None, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
+    """An HTTP error body (JSON, or the text of a non-JSON page) as an `LLMResponse`."""
+    if isinstance(body, str):
+        message = _bounded_message(_page_text(body))
+        kind = status_error_kind(status)
+        if kind is not ErrorKind.TRANSIENT and _looks_like_policy_block(message):
+            kind = ErrorKind.POLICY
+        return _error(ProviderError(kind, status, None, message), provider)
+    body = require_object(body, "an Anthropic error body")
+
+    error = obj(body.get("error"))
+    code = string(error.get("type"))
+    message = _bounded_message(string(error.get("message")) or string(body.get("message")))
+    known = ERROR_TYPES.get(code) if code is not None else None
+    kind = known if known is not None else status_error_kind(status)
+    detail_code = string(obj(error.get("details")).get("error_code"))
+    if detail_code is not None and detail_code in NOT_RETRYABLE_ERROR_CODES:
+        kind = NOT_RETRYABLE_ERROR_CODES[detail_code]
+        code = detail_code
+    if kind is not ErrorKind.TRANSIENT and _looks_like_policy_block(message):
+        kind = ErrorKind.POLICY
+    return _error(
+        ProviderError(kind, status, code, message),
+        provider,
+        request_id=string(body.get("request_id")),
+    )
+
+
+def _stop_details(value: Any) -> StopDetails | None:
+    """The facts of a `stop_details` object; None when it is absent, null or says nothing."""
+    if not isinstance(value, dict):
+        return None
+    prefill = value.get("fallback_has_prefill_claim")
+    stop = StopDetails(
+        category=string(value.get("category")),
+        explanation=string(value.get("explanation")),
+        recommended_model=string(value.get("recommended_model")),
+        fallback_credit_token=string(value.get("fallback_credit_token")),
+        fallback_has_prefill_claim=prefill if isinstance(prefill, bool) else None,
+    )
+    return None if stop == StopDetails() else stop
+
+
+def _json_text(value: Any) -> str:
+    """Compact JSON text of an already decoded value (tool input), never raising."""
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        try:
+            return json.dumps(value, default=str, separators=(",", ":"))
+        except (ValueError, TypeError, RecursionError):
+            return ""
+
+
+def _redact(text: str) -> str:
+    """`text` with API keys, bearer tokens and credential headers replaced."""
+    return _SECRETS.sub(_REDACTED, text)
+
+
+def _bounded_message(text: str | None) -> str | None:
+    """A provider's error message made safe to show: redacted, on one line, bounded."""
+    if text is None:
+        return None
+    text = " ".join(_redact(text).split())
+    return truncate_within(text, MAX_ERROR_MESSAGE_CHARS, "...") or None
+
+
+def _page_text(text: str) -> str:
+    """The readable part of a non-JSON error body (an HTML page's title, or its text)."""
+    title = _TITLE.search(text)
+    if title is not None and title.group(1).strip():
+        return title.group(1)
+    return _TAGS.sub(" ", text) if "<" in text else text
+
+
+def _looks_like_policy_block(message: str | None) -> bool:
+    """Whether an error message says the input or output was blocked by a policy filter."""
+    return message is not None and _POLICY_BLOCK.search(message) is not None
+
+
+def _error(error: ProviderError, provider: str, request_id: str | None = None) -> LLMResponse:
+    stop = StopDetails(explanation=error.message) if error.message is not None else None
+    return error_response(error, provider=provider, api=API, stop=stop, request_id=request_id)
+
+
+def _is_message(body: JsonObject) -> bool:
+    if body.get("type") != "message":
+        return False
+    if "stop_reason" in body:
+        return True
+    # An OpenAI Responses output item is also {"type": "message", "content": [...]},
+    # but it has a status and no model.
+    return isinstance(body.get("content"), list) and "model" in body and "status" not in body
+
+
+def _is_error_body(body: JsonObject) -> bool:
+    if body.get("type") != "error":
+        return False
+    error = body.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+        return False
+    # OpenAI Responses stream error events share the outer shape; they carry a
+    # sequence number and an error code or param, which Anthropic errors never do.
+    return "sequence_number" not in body and "code" not in error and "param" not in error
+
+
+def _has_message_fields(body: JsonObject) -> bool:
+    return body.get("type") == "message" or "content" in body or "stop_reason" in body
+
+
+def _usage(value: Any) -> Usage:
+    usage = obj(value)
+    return Usage(
+        input_tokens=integer(usage.get("input_tokens")),
+        output_tokens=integer(usage.get("output_tokens")),
+        cache_read_tokens=integer(usage.get("cache_read_input_tokens")),
+        cache_creation_tokens=integer(usage.get("cache_creation_input_tokens")),
+        iterations=[dict(it) for it in arr(usage.get("iterations")) if isinstance(it, dict)],
+    )
+
+
+def _model_name(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return string(value.get("model"))
+    return string(value)
+
+
+def _detail(kind: str, name: str, value: str | None) -> str:
+    fields: JsonObject = {"type": kind}
+    if value is not None:
+        fields[name] = value
+    return orjson.dumps(fields).decode()
+
+
+def _interrupted(finish: FinishReason) -> bool:
+    return finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
