@@ -1,30 +1,399 @@
-"""Placeholder: replaced by the wire-format implementation."""
+"""Gemini API and Vertex AI `generateContent`: full responses and HTTP error bodies.
+
+Both services speak the same wire format; a Vertex AI body also carries `createTime`.
+A block shows up in two places, and neither is an HTTP error:
+
+- the prompt: `promptFeedback.blockReason` (no candidates at all), with the ratings that
+  blocked it in `promptFeedback.safetyRatings` and a message in `blockReasonMessage`;
+- the output: a candidate's `finishReason` (`SAFETY`, `RECITATION`, `MODEL_ARMOR`, …),
+  with `safetyRatings` entries marked `blocked: true` and a message in `finishMessage`.
+
+Documentation:
+
+- https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse
+- https://ai.google.dev/api/generate-content#FinishReason
+- https://ai.google.dev/api/generate-content#BlockReason
+- https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/GenerateContentResponse
+- https://googleapis.github.io/js-genai/release_docs/enums/types.FinishReason.html
+- https://googleapis.github.io/js-genai/release_docs/enums/types.BlockedReason.html
+- https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes
+- https://cloud.google.com/apis/design/errors (the `google.rpc.Status` error body)
+
+Category rule (one rule for prompt and output blocks): the categories are those of the
+safety ratings marked `blocked: true`, lower-cased with the `HARM_CATEGORY_` prefix
+removed (`HARM_CATEGORY_HATE_SPEECH` → `hate_speech`, `HARM_CATEGORY_IMAGE_HATE` →
+`image_hate`); when no rating is marked blocked, the category is the block reason or
+finish reason itself, lower-cased (`MODEL_ARMOR` → `model_armor`, `SPII` → `spii`). The
+blocked ratings' probability and severity are kept in a `safety_ratings` detail.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from refusals.model import LLMResponse
-from refusals.providers._common import JsonObject, NormalizeError
+import orjson
 
-API = "unknown"
+from refusals.model import (
+    Detail,
+    ErrorKind,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    ToolCall,
+    Usage,
+)
+from refusals.providers._common import (
+    JsonObject,
+    NormalizeError,
+    arr,
+    error_response,
+    integer,
+    obj,
+    status_error_kind,
+    string,
+)
+from refusals.refusal import truncate_within
+
+API = "generateContent"
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    # Provider-side filters on the output.
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+    "IMAGE_PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "IMAGE_RECITATION": FinishReason.CONTENT_FILTER,
+    "MODEL_ARMOR": FinishReason.CONTENT_FILTER,
+    # Failures: the answer is not finished, and no filter said why.
+    "MALFORMED_FUNCTION_CALL": FinishReason.ERROR,
+    "UNEXPECTED_TOOL_CALL": FinishReason.ERROR,
+    "TOO_MANY_TOOL_CALLS": FinishReason.ERROR,
+    "MISSING_THOUGHT_SIGNATURE": FinishReason.ERROR,
+    "MALFORMED_RESPONSE": FinishReason.ERROR,
+    "FINISH_REASON_UNSPECIFIED": FinishReason.ERROR,
+    "OTHER": FinishReason.ERROR,
+    "LANGUAGE": FinishReason.ERROR,
+    "NO_IMAGE": FinishReason.ERROR,
+    "IMAGE_OTHER": FinishReason.ERROR,
+}
+"""Candidate `finishReason` → FinishReason; any value not listed is ERROR."""
+
+# Every `promptFeedback.blockReason` (SAFETY, OTHER, BLOCKLIST, PROHIBITED_CONTENT,
+# IMAGE_SAFETY, MODEL_ARMOR, JAILBREAK, and any later one) means the prompt was blocked.
+PROMPT_BLOCKED = FinishReason.CONTENT_FILTER
+
+ERROR_STATUSES: dict[str, ErrorKind] = {
+    "RESOURCE_EXHAUSTED": ErrorKind.TRANSIENT,
+    "UNAVAILABLE": ErrorKind.TRANSIENT,
+    "INTERNAL": ErrorKind.TRANSIENT,
+    "DEADLINE_EXCEEDED": ErrorKind.TRANSIENT,
+    "ABORTED": ErrorKind.TRANSIENT,
+    "UNKNOWN": ErrorKind.TRANSIENT,
+    "PERMISSION_DENIED": ErrorKind.AUTH,
+    "UNAUTHENTICATED": ErrorKind.AUTH,
+    "INVALID_ARGUMENT": ErrorKind.INVALID_REQUEST,
+    "FAILED_PRECONDITION": ErrorKind.INVALID_REQUEST,
+    "NOT_FOUND": ErrorKind.INVALID_REQUEST,
+    "OUT_OF_RANGE": ErrorKind.INVALID_REQUEST,
+    "ALREADY_EXISTS": ErrorKind.INVALID_REQUEST,
+    "UNIMPLEMENTED": ErrorKind.INVALID_REQUEST,
+}
+"""`error.status` (google.rpc.Code name) → ErrorKind; others fall back to the HTTP status."""
+
+# `google.rpc.ErrorInfo.reason` values that mean the credentials are wrong, whatever the
+# status says (a bad Gemini API key is a 400 INVALID_ARGUMENT).
+AUTH_REASONS = frozenset(
+    {
+        "API_KEY_INVALID",
+        "API_KEY_EXPIRED",
+        "API_KEY_SERVICE_BLOCKED",
+        "API_KEY_HTTP_REFERRER_BLOCKED",
+        "API_KEY_IP_ADDRESS_BLOCKED",
+        "API_KEY_ANDROID_APP_BLOCKED",
+        "API_KEY_IOS_APP_BLOCKED",
+        "ACCESS_TOKEN_EXPIRED",
+        "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+        "CONSUMER_INVALID",
+        "SERVICE_DISABLED",
+    }
+)
+
+# An error message that states a Responsible-AI / policy block (e.g. Vertex AI's "…violate
+# Google's Responsible AI practices"), told apart from a permission or argument error.
+_POLICY_MESSAGE = re.compile(
+    r"responsible ai|prohibited content|violat\w*\s[^.]{0,80}?(?:polic|guideline)",
+    re.IGNORECASE,
+)
+_GOOGLE_STATUS = re.compile(r"[A-Z][A-Z0-9_]*")
+_HARM_PREFIX = "harm_category_"
+_MAX_MESSAGE_CHARS = 1000
+_SECRET = re.compile(
+    r"(?i)(?:\bsk-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}|\bbearer\s+[^\s\"',)\]}]+"
+    r"|\bx-(?:goog-)?api-key\b\s*[:=]?\s*[^\s\"',)\]}]*"
+    r"|\b(?:api_?key|key|token|access_token)=[^\s&\"',]+)"
+)
+_TAG = re.compile(r"<[^>]*>")
 
 
 def detect_provider(body: JsonObject) -> str | None:
-    return None
+    """`"vertex"` or `"gemini"` for a generateContent response, `"gemini"` for a Google
+    error body (`error.status` an upper-case code name); None for anything else."""
+    error = body.get("error")
+    if error is not None:
+        status = obj(error).get("status")
+        if isinstance(status, str) and _GOOGLE_STATUS.fullmatch(status):
+            return "gemini"
+        return None
+    if "choices" in body or "output" in body:
+        return None
+    if not looks_like(body):
+        return None
+    return "vertex" if "createTime" in body else "gemini"
 
 
 def looks_like(body: JsonObject) -> bool:
-    return False
+    """Whether `body` has the shape of a generateContent response."""
+    if isinstance(body.get("candidates"), list) or isinstance(body.get("promptFeedback"), dict):
+        return True
+    return isinstance(body.get("usageMetadata"), dict) and (
+        isinstance(body.get("modelVersion"), str) or isinstance(body.get("responseId"), str)
+    )
 
 
 def is_error(body: JsonObject) -> bool:
-    return False
+    """Whether `body` is a Google error body (`{"error": {"code", "message", "status"}}`)."""
+    return isinstance(body.get("error"), dict | str) and not looks_like(body)
 
 
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+    """A full (non-streaming) generateContent response."""
+    if not looks_like(body):
+        raise NormalizeError(
+            "expected a Gemini/Vertex AI generateContent response (candidates, "
+            f"promptFeedback or usageMetadata); got keys: {_keys(body)}"
+        )
+    candidates = arr(body.get("candidates"))
+    candidate = obj(candidates[0]) if candidates else {}
+    content, reasoning, tool_calls, signatures = _read_parts(obj(candidate.get("content")))
+
+    feedback = obj(body.get("promptFeedback"))
+    block_reason = string(feedback.get("blockReason"))
+    raw: str | None
+    if block_reason is not None:
+        # The prompt itself was blocked: there is no answer to keep.
+        raw = block_reason
+        finish = PROMPT_BLOCKED
+        ratings = feedback.get("safetyRatings")
+        explanation = string(feedback.get("blockReasonMessage"))
+        scope = "prompt"
+    else:
+        raw = string(candidate.get("finishReason"))
+        # No finish reason on a full body: the candidate never finished (or is missing).
+        finish = FINISH_REASONS.get(raw or "", FinishReason.ERROR)
+        if finish is FinishReason.STOP and tool_calls:
+            finish = FinishReason.TOOL_CALLS
+        ratings = candidate.get("safetyRatings")
+        explanation = string(candidate.get("finishMessage"))
+        scope = "response"
+
+    details: list[Detail] = []
+    if finish is FinishReason.CONTENT_FILTER:
+        blocked = _blocked_ratings(ratings)
+        categories = _categories(blocked, raw)
+        details.append(
+            StopDetails(
+                category=categories[0] if categories else None,
+                explanation=explanation,
+                categories=tuple(categories) if len(categories) > 1 else (),
+            ).to_detail()
+        )
+        if blocked:
+            details.append(
+                orjson.dumps(
+                    {"type": "safety_ratings", "scope": scope, "ratings": blocked}
+                ).decode()
+            )
+    elif explanation is not None:
+        details.append(StopDetails(explanation=explanation).to_detail())
+    details.extend(
+        orjson.dumps({"type": "thought_signature", "signature": sig}).decode() for sig in signatures
+    )
+
+    cut_off = bool(content or tool_calls) and finish in (
+        FinishReason.CONTENT_FILTER,
+        FinishReason.REFUSAL,
+        FinishReason.ERROR,
+    )
+    return LLMResponse(
+        content=content,
+        tool_calls=tool_calls,
+        reasoning=reasoning,
+        reasoning_details=details,
+        usage=_usage(obj(body.get("usageMetadata"))),
+        finish_reason=finish,
+        raw_finish_reason=raw,
+        model=string(body.get("modelVersion")),
+        request_id=string(body.get("responseId")),
+        provider=provider,
+        api=API,
+        cut_off=cut_off,
+    )
 
 
-def parse_error(body: Any, status: int | None, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
+    """An HTTP error body: `{"error": {"code": 429, "message": …, "status": "RESOURCE_EXHAUSTED",
+    "details": [...]}}`, or the text of a page a gateway sent instead."""
+    payload: Any = body
+    if isinstance(payload, list):  # streaming endpoints wrap the error in an array
+        payload = next((item for item in payload if isinstance(item, dict)), {})
+    if isinstance(payload, str):
+        message = _clean_message(_TAG.sub(" ", payload))
+        error = ProviderError(status_error_kind(status), status, None, message)
+        return error_response(error, provider=provider, api=API, stop=_error_stop(message))
+    raw_error = obj(payload).get("error")
+    error_obj = obj(raw_error)
+    message = string(error_obj.get("message"))
+    if message is None:
+        message = string(raw_error) or string(obj(payload).get("message"))
+    message = _clean_message(message) if message is not None else None
+    code_name = string(error_obj.get("status"))
+    body_code = integer(error_obj.get("code"))
+    http = status if status is not None else (body_code if 100 <= body_code <= 599 else None)
+
+    kind = _error_kind(code_name, http, _error_reasons(error_obj.get("details")), message)
+    error = ProviderError(kind, http, code_name, message)
+    return error_response(error, provider=provider, api=API, stop=_error_stop(message))
+
+
+def _error_kind(
+    code_name: str | None, http: int | None, reasons: set[str], message: str | None
+) -> ErrorKind:
+    if reasons & AUTH_REASONS:
+        return ErrorKind.AUTH
+    by_status = ERROR_STATUSES.get(code_name) if code_name is not None else None
+    if by_status is None:
+        by_status = status_error_kind(http)
+    if (
+        by_status is not ErrorKind.TRANSIENT
+        and message is not None
+        and _POLICY_MESSAGE.search(message)
+    ):
+        return ErrorKind.POLICY
+    return by_status
+
+
+def _error_reasons(details: Any) -> set[str]:
+    reasons: set[str] = set()
+    for detail in arr(details):
+        reason = string(obj(detail).get("reason"))
+        if reason is not None:
+            reasons.add(reason)
+    return reasons
+
+
+def _error_stop(message: str | None) -> StopDetails | None:
+    return StopDetails(explanation=message) if message else None
+
+
+def _read_parts(
+    content: JsonObject,
+) -> tuple[str | None, str | None, list[ToolCall], list[str]]:
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    signatures: list[str] = []
+    for item in arr(content.get("parts")):
+        part = obj(item)
+        signature = string(part.get("thoughtSignature"))
+        if signature:
+            signatures.append(signature)
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            calls.append(
+                ToolCall(
+                    id=string(call.get("id")) or "",
+                    name=string(call.get("name")) or "",
+                    arguments=_json_text(call.get("args")),
+                )
+            )
+            continue
+        text = string(part.get("text"))
+        if text is None:
+            continue
+        if part.get("thought") is True:
+            thoughts.append(text)
+        else:
+            texts.append(text)
+    return "".join(texts) or None, "".join(thoughts) or None, calls, signatures
+
+
+def _json_text(args: Any) -> str:
+    if args is None:
+        return "{}"
+    try:
+        return orjson.dumps(args).decode()
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+        return "{}"
+
+
+def _blocked_ratings(ratings: Any) -> list[JsonObject]:
+    blocked: list[JsonObject] = []
+    for item in arr(ratings):
+        rating = obj(item)
+        if rating.get("blocked") is not True:
+            continue
+        kept: JsonObject = {}
+        category = string(rating.get("category"))
+        if category is not None:
+            kept["category"] = _category_name(category)
+        for name in ("probability", "probabilityScore", "severity", "severityScore"):
+            value = rating.get(name)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                kept[name] = value
+        blocked.append(kept)
+    return blocked
+
+
+def _categories(blocked: list[JsonObject], reason: str | None) -> list[str]:
+    categories: list[str] = []
+    for rating in blocked:
+        category = rating.get("category")
+        if isinstance(category, str) and category and category not in categories:
+            categories.append(category)
+    if not categories and reason and not reason.upper().endswith("_UNSPECIFIED"):
+        categories.append(reason.lower())
+    return categories
+
+
+def _category_name(category: str) -> str:
+    name = category.lower()
+    if name.startswith(_HARM_PREFIX):
+        name = name[len(_HARM_PREFIX) :]
+    return name
+
+
+def _usage(meta: JsonObject) -> Usage:
+    return Usage(
+        input_tokens=integer(meta.get("promptTokenCount")),
+        # Thinking tokens are billed as output, as they are at the other providers.
+        output_tokens=integer(meta.get("candidatesTokenCount"))
+        + integer(meta.get("thoughtsTokenCount")),
+        cache_read_tokens=integer(meta.get("cachedContentTokenCount")),
+    )
+
+
+def _clean_message(text: str) -> str | None:
+    text = " ".join(_SECRET.sub("[redacted]", text).split())
+    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
+
+
+def _keys(body: JsonObject) -> str:
+    names = list(body)[:8]
+    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"

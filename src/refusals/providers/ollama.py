@@ -1,30 +1,211 @@
-"""Placeholder: replaced by the wire-format implementation."""
+"""Ollama's native API (`/api/chat`, `/api/generate`): full responses and HTTP error bodies.
+
+`/api/chat` answers `{"model", "created_at", "message": {"role", "content", "thinking",
+"tool_calls": [{"function": {"name", "arguments": {...}}}]}, "done", "done_reason",
+"prompt_eval_count", "eval_count", …}`; `/api/generate` has `response` (and `thinking`)
+instead of `message`. Errors are `{"error": "<text>"}`: a string, not an object. Ollama's
+OpenAI-compatible endpoints (`/v1/...`) are read by the OpenAI modules instead.
+
+Documentation:
+
+- https://github.com/ollama/ollama/blob/main/docs/api.md (responses, `done_reason`,
+  loading and unloading a model)
+- https://docs.ollama.com/api/errors (error body, statuses, errors in a stream)
+- https://docs.ollama.com/capabilities/thinking (`message.thinking`, `thinking`)
+
+Ollama has no refusal or content-filter signal of its own; what matters here is that an
+unfinished body (`done: false`) or an unknown `done_reason` is never read as a finished
+answer.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from refusals.model import LLMResponse
-from refusals.providers._common import JsonObject, NormalizeError
+import orjson
 
-API = "unknown"
+from refusals.model import (
+    ErrorKind,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    ToolCall,
+    Usage,
+)
+from refusals.providers._common import (
+    JsonObject,
+    NormalizeError,
+    arr,
+    error_response,
+    integer,
+    obj,
+    status_error_kind,
+    string,
+)
+from refusals.refusal import truncate_within
+
+API = "chat"
+
+DONE_REASONS: dict[str, FinishReason] = {
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    # Answers to an empty request that loads or unloads the model: nothing was asked, so
+    # the request finished normally (with no content).
+    "load": FinishReason.STOP,
+    "unload": FinishReason.STOP,
+}
+"""`done_reason` → FinishReason; any other value is ERROR. A body with `done: true` and no
+`done_reason` (older Ollama versions sent none) is STOP."""
+
+# Error keys besides `error`: a 401 from a remote instance adds the sign-in address.
+ERROR_KEYS = frozenset({"error", "signin_url"})
+_AUTH_MESSAGE = re.compile(r"unauthori[sz]ed|api key|forbidden", re.IGNORECASE)
+_INVALID_MESSAGE = re.compile(
+    r"not found|no such model|invalid|missing|must be|does not support|not supported",
+    re.IGNORECASE,
+)
+_MAX_MESSAGE_CHARS = 1000
+_SECRET = re.compile(
+    r"(?i)(?:\bsk-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}|\bbearer\s+[^\s\"',)\]}]+"
+    r"|\bx-(?:goog-)?api-key\b\s*[:=]?\s*[^\s\"',)\]}]*"
+    r"|\b(?:api_?key|key|token|access_token)=[^\s&\"',]+)"
+)
+_TAG = re.compile(r"<[^>]*>")
 
 
 def detect_provider(body: JsonObject) -> str | None:
+    """`"ollama"` for a native chat/generate response or a native error body; else None.
+
+    A native error is `{"error": "<text>"}` (a 401 adds `signin_url`). Bodies with other
+    keys are left to the OpenAI-compatible modules (xAI, for one, answers `{"code": "...",
+    "error": "..."}`).
+    """
+    if "choices" in body or "object" in body:
+        return None
+    if isinstance(body.get("done"), bool) and (
+        isinstance(body.get("message"), dict) or isinstance(body.get("response"), str)
+    ):
+        return "ollama"
+    if isinstance(body.get("error"), str) and ERROR_KEYS.issuperset(body):
+        return "ollama"
     return None
 
 
 def looks_like(body: JsonObject) -> bool:
-    return False
+    return detect_provider(body) is not None
 
 
 def is_error(body: JsonObject) -> bool:
-    return False
+    """Whether `body` is an error body: an `error` and no answer beside it."""
+    return (
+        isinstance(body.get("error"), str | dict)
+        and "message" not in body
+        and "response" not in body
+    )
 
 
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+    """A full (non-streaming) `/api/chat` or `/api/generate` response."""
+    if not any(name in body for name in ("message", "response", "done", "done_reason")):
+        raise NormalizeError(
+            "expected an Ollama /api/chat or /api/generate response (message or response, "
+            f"done, done_reason); got keys: {_keys(body)}"
+        )
+    message = obj(body.get("message"))
+    content = string(message.get("content")) if message else string(body.get("response"))
+    reasoning = string(message.get("thinking")) if message else string(body.get("thinking"))
+    calls = [_tool_call(item) for item in arr(message.get("tool_calls"))]
+
+    raw = string(body.get("done_reason"))
+    if body.get("done") is not True:
+        # A body that says it is not done is a cut stream, not an answer.
+        finish = FinishReason.ERROR
+    elif raw is None:
+        finish = FinishReason.STOP
+    else:
+        finish = DONE_REASONS.get(raw, FinishReason.ERROR)
+    if finish is FinishReason.STOP and calls:
+        finish = FinishReason.TOOL_CALLS
+
+    content = content or None
+    return LLMResponse(
+        content=content,
+        tool_calls=calls,
+        reasoning=reasoning or None,
+        usage=Usage(
+            input_tokens=integer(body.get("prompt_eval_count")),
+            output_tokens=integer(body.get("eval_count")),
+        ),
+        finish_reason=finish,
+        raw_finish_reason=raw,
+        model=string(body.get("model")),
+        provider=provider,
+        api=API,
+        cut_off=bool(content or calls) and finish is FinishReason.ERROR,
+    )
 
 
-def parse_error(body: Any, status: int | None, provider: str) -> LLMResponse:
-    raise NormalizeError("not implemented")
+def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
+    """An HTTP error body (`{"error": "..."}`), or the text of a page sent instead."""
+    payload: Any = body
+    code: str | None = None
+    if isinstance(payload, str):
+        text: str | None = _TAG.sub(" ", payload)
+    else:
+        error = obj(payload).get("error")
+        text = string(error)
+        if isinstance(error, dict):  # an OpenAI-style body from Ollama's /v1 endpoints
+            text = string(error.get("message"))
+            code = string(error.get("code")) or string(error.get("type"))
+    message = _clean_message(text) if text is not None else None
+    kind = _error_kind(status, message)
+    stop = StopDetails(explanation=message) if message else None
+    return error_response(
+        ProviderError(kind, status, code, message), provider=provider, api=API, stop=stop
+    )
+
+
+def _error_kind(status: int | None, message: str | None) -> ErrorKind:
+    if status is not None or message is None:
+        # 404 (model not found) is an invalid request; 500 is a server fault, retryable.
+        return status_error_kind(status)
+    # No status: an error line in a 200 stream, where the model failed while running
+    # ("an error was encountered while running the model"), a server fault like a 500,
+    # unless the message says the request or the credentials are wrong.
+    if _AUTH_MESSAGE.search(message):
+        return ErrorKind.AUTH
+    if _INVALID_MESSAGE.search(message):
+        return ErrorKind.INVALID_REQUEST
+    return ErrorKind.TRANSIENT
+
+
+def _tool_call(item: Any) -> ToolCall:
+    call = obj(item)
+    function = obj(call.get("function"))
+    arguments = function.get("arguments")
+    return ToolCall(
+        id=string(call.get("id")) or "",
+        name=string(function.get("name")) or "",
+        arguments=arguments if isinstance(arguments, str) else _json_text(arguments),
+    )
+
+
+def _json_text(value: Any) -> str:
+    if value is None:
+        return "{}"
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+        return "{}"
+
+
+def _clean_message(text: str) -> str | None:
+    text = " ".join(_SECRET.sub("[redacted]", text).split())
+    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
+
+
+def _keys(body: JsonObject) -> str:
+    names = list(body)[:8]
+    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"
