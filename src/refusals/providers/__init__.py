@@ -61,12 +61,11 @@ _EXPECTED = (
 def decode_payload(payload: Any) -> Any:
     """A payload as plain JSON values: bytes and text are parsed, SDK objects dumped."""
     if isinstance(payload, bytes | bytearray | memoryview | str):
-        raw = bytes(payload) if not isinstance(payload, str) else payload
-        if not raw.strip():
-            raise NormalizeError(f"the payload is empty; expected {_EXPECTED}")
         try:
-            return orjson.loads(raw)
+            return orjson.loads(payload)
         except orjson.JSONDecodeError as exc:
+            if not (payload.strip() if isinstance(payload, str) else bytes(payload).strip()):
+                raise NormalizeError(f"the payload is empty; expected {_EXPECTED}") from None
             raise NormalizeError(f"the payload is not JSON ({exc}); expected {_EXPECTED}") from None
     if isinstance(payload, dict | list) or payload is None:
         return payload
@@ -103,12 +102,33 @@ def detect(body: Any) -> tuple[str, ModuleType]:
     """The provider name and wire-format module a body's shape belongs to."""
     if not isinstance(body, dict):
         raise NormalizeError(f"expected {_EXPECTED}, got {type_name(body)}")
+    hinted = _hint(body)
+    if hinted is not None:
+        name: str | None = hinted.detect_provider(body)
+        if name is not None:
+            return name, hinted
     # Most specific shapes first: a generic `{"error": {...}}` body is OpenAI-style.
     for module in (anthropic, openai_responses, gemini, bedrock, cohere, ollama, openai_chat):
         provider: str | None = module.detect_provider(body)
         if provider is not None:
             return provider, module
     raise NormalizeError(f"unrecognised JSON object (keys: {_keys(body)}); expected {_EXPECTED}")
+
+
+def _hint(body: JsonObject) -> ModuleType | None:
+    """The module a body's most telling key points to, checked before the full search."""
+    kind = body.get("object")
+    if kind == "chat.completion":
+        return openai_chat
+    if kind == "response":
+        return openai_responses
+    if body.get("type") in ("message", "error"):
+        return anthropic
+    if "candidates" in body or "promptFeedback" in body:
+        return gemini
+    if "stopReason" in body:
+        return bedrock
+    return None
 
 
 def normalize(payload: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:
