@@ -9,10 +9,13 @@ parses those texts by hand.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -134,44 +137,190 @@ class Fallback:
         return orjson.dumps(obj).decode()
 
 
-# serde_json, which the reference uses, refuses documents nested deeper than this; orjson
-# allows more, so deeper details are skipped by hand to give the same answer.
-_SERDE_RECURSION_LIMIT = 128
+# serde_json, which the reference uses, refuses a document whose arrays and objects nest 128
+# deep (its recursion budget starts at 128 and fails on reaching zero): 127 is the deepest it
+# accepts. orjson allows more, so deeper details are skipped by hand to give the same answer.
+# The depth is read from the text, not the decoded value: a value that a duplicate key later
+# replaces is gone from the decoded object, but serde_json has already failed on it.
+_SERDE_MAX_DEPTH = 127
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
+def _nesting_exceeds(text: str, limit: int) -> bool:
+    """Whether the valid JSON `text` nests arrays and objects more than `limit` deep."""
+    depth = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return True
         else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
+            depth -= 1
     return False
 
 
-def decode_detail(detail: Any) -> Any:
-    """Decode one reasoning detail as the reference does; None when it is not strict JSON.
+# Numbers: serde_json as the reference builds it (default features: no float_roundtrip, no
+# arbitrary_precision) computes a huge literal approximately and reports an error, so the
+# whole detail is skipped, where that approximation overflows to infinity. orjson rounds
+# correctly, so the two disagree about some literals near f64::MAX either way
+# (`1.7976931348623158e308` and `179769313486231570` followed by 291 zeros fail only in
+# serde_json, `179769313486231582e291` only in orjson). serde_json also rejects a literal
+# whose integer part overflows u64 and whose fraction brings its running exponent back to
+# zero (`18446744073709551616.3`). Only a literal with 20 digits in a row or an exponent of
+# 100 or more reaches these cases; a text holding one (or something that looks like one,
+# inside a string) is parsed by `_serde_loads`, which redoes serde_json's arithmetic. The
+# pattern starts with a digit so that the regex engine can skip ahead quickly.
+_SERDE_RISKY_NUMBER = re.compile(r"[0-9](?:[0-9]{19}|[eE][+-]?0*[1-9][0-9]{2})")
+_U64_MAX = 2**64 - 1
+_I32_MAX = 2**31 - 1
+_I32_MIN = -(2**31)
+_POW10 = tuple(float(f"1e{power}") for power in range(309))
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
-    Strings are parsed as strict RFC 8259 JSON (no NaN, comments or lone surrogates);
-    mappings are taken as already decoded.
+
+def _serde_f64_from_parts(negative: bool, significand: int, exponent: int) -> float:
+    # serde_json's f64_from_parts without float_roundtrip; ValueError where it errors.
+    value = float(significand)
+    while True:
+        if abs(exponent) < len(_POW10):
+            if exponent >= 0:
+                value *= _POW10[exponent]
+                if math.isinf(value):
+                    raise ValueError("number out of range")
+            else:
+                value /= _POW10[-exponent]
+            break
+        if value == 0.0:
+            break
+        if exponent >= 0:
+            raise ValueError("number out of range")
+        value /= 1e308
+        exponent += 308
+    return -value if negative else value
+
+
+def _serde_number(token: str) -> float | int:
+    """The number serde_json parses from the JSON number `token`; ValueError where it errors."""
+    if not token.isascii():
+        raise ValueError("not a JSON number")
+    negative = token.startswith("-")
+    mantissa, has_exponent, exponent_text = token.removeprefix("-").lower().partition("e")
+    integer_text, has_fraction, fraction_text = mantissa.partition(".")
+    significand = 0
+    exponent = 0
+    long_integer = False
+    for char in integer_text:
+        digit = ord(char) - 48
+        # Once the integer overflows u64, it and every later integer digit only count.
+        if long_integer or significand * 10 + digit > _U64_MAX:
+            long_integer = True
+            exponent += 1
+        else:
+            significand = significand * 10 + digit
+    if not has_fraction and not has_exponent:
+        if not long_integer:
+            return -significand if negative else significand
+        return _serde_f64_from_parts(negative, significand, exponent)
+    if has_fraction:
+        for char in fraction_text:
+            digit = ord(char) - 48
+            if significand * 10 + digit > _U64_MAX:
+                break  # the remaining fraction digits are ignored
+            significand = significand * 10 + digit
+            exponent -= 1
+        else:
+            # serde_json's "at least one digit after the point" check looks at the running
+            # exponent, which a long integer part has pushed above zero.
+            if exponent == 0:
+                raise ValueError("invalid number")
+    if has_exponent:
+        positive_exponent = not exponent_text.startswith("-")
+        power = 0
+        for char in exponent_text.lstrip("+-"):
+            power = power * 10 + ord(char) - 48
+            if power > _I32_MAX:
+                if significand != 0 and positive_exponent:
+                    raise ValueError("number out of range")
+                return -0.0 if negative else 0.0
+        exponent = exponent + power if positive_exponent else exponent - power
+        exponent = min(max(exponent, _I32_MIN), _I32_MAX)
+    return _serde_f64_from_parts(negative, significand, exponent)
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    # Objects are checked by `_checked_object` as they are built; this covers strings and
+    # the arrays around them.
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _checked_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Sees every member, including those a later duplicate key replaces (serde_json has
+    # already failed on a lone surrogate there); the last duplicate wins, as in serde_json.
+    for key, value in pairs:
+        if _SURROGATE.search(key) or _has_lone_surrogate(value):
+            raise ValueError("lone surrogate")
+    return dict(pairs)
+
+
+def _serde_loads(text: str) -> Any:
+    """`serde_json::from_str::<Value>` for a text whose numbers need serde_json's arithmetic.
+
+    The stdlib parser is as strict as serde_json in everything else (whitespace, control
+    characters, trailing commas, duplicate keys) once NaN and Infinity are refused and lone
+    surrogates, which it lets through, are rejected. None where serde_json fails.
+    """
+    try:
+        value = json.loads(
+            text,
+            parse_int=_serde_number,
+            parse_float=_serde_number,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_checked_object,
+        )
+    except (ValueError, RecursionError):
+        return None
+    if _has_lone_surrogate(value):
+        return None
+    return value
+
+
+def decode_detail(detail: Any) -> Any:
+    """Decode one reasoning detail as the reference does; None when serde_json would fail.
+
+    Strings are parsed as strict RFC 8259 JSON (no NaN, comments or lone surrogates) with
+    serde_json's limits (nesting depth, number range); mappings are taken as decoded.
     """
     if isinstance(detail, Mapping):
         return detail
-    if not isinstance(detail, str | bytes):
+    if isinstance(detail, bytes):
+        try:
+            detail = detail.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(detail, str):
         return None
-    try:
-        value = orjson.loads(detail)
-    except (orjson.JSONDecodeError, UnicodeEncodeError):
-        return None
-    text = detail if isinstance(detail, str) else detail.decode("utf-8", "replace")
-    nesting = text.count("[") + text.count("{")
-    if nesting > _SERDE_RECURSION_LIMIT and _depth_exceeds(value, _SERDE_RECURSION_LIMIT):
+    if _SERDE_RISKY_NUMBER.search(detail):
+        value = _serde_loads(detail)
+    else:
+        try:
+            value = orjson.loads(detail)
+        except (orjson.JSONDecodeError, UnicodeEncodeError):
+            return None
+    nesting = detail.count("[") + detail.count("{")
+    if nesting > _SERDE_MAX_DEPTH and _nesting_exceeds(detail, _SERDE_MAX_DEPTH):
         return None
     return value
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from refusals import _unicode
 from refusals.model import FinishReason, LLMResponse, detail_type
 
 REFUSAL_NOTICE_PREFIX = "The model declined this request"
@@ -134,18 +135,47 @@ def lowercase_leading_word(text: str) -> str:
     """Lowercase the first character when it starts an ordinary capitalised word.
 
     `Tool calls` becomes `tool calls`; `MCP server`, `X1 exploit`, `I cannot` and
-    `It is` keep their case.
+    `It is` keep their case. Case follows Rust's rules and Unicode version, as in the
+    reference (see `_is_uppercase`).
     """
     if not text:
         return text
     first = text[0]
-    if not first.isupper() or first == "I":
+    if first == "I" or not _is_uppercase(first):
         return text
     if len(text) > 1:
         second = text[1]
-        if not (second.islower() or second in _WHITESPACE_SET):
+        if not (_is_lowercase(second) or second in _WHITESPACE_SET):
             return text
-    return first.lower() + text[1:]
+    return _to_lowercase(first) + text[1:]
+
+
+# Rust's `char::is_uppercase`, `char::is_lowercase` and `char::to_lowercase` (Unicode
+# Uppercase, Lowercase and the full lowercase mapping, without context) for one character.
+# Python's str methods give the same answers from older Unicode data; `_unicode` lists the
+# characters where the two disagree. ASCII never does, and is answered first.
+
+
+def _is_uppercase(char: str) -> bool:
+    if char.isascii():
+        return "A" <= char <= "Z"
+    if char in _unicode.EXTRA_UPPERCASE:
+        return True
+    return char.isupper() and char not in _unicode.NOT_UPPERCASE
+
+
+def _is_lowercase(char: str) -> bool:
+    if char.isascii():
+        return "a" <= char <= "z"
+    if char in _unicode.EXTRA_LOWERCASE:
+        return True
+    return char.islower() and char not in _unicode.NOT_LOWERCASE
+
+
+def _to_lowercase(char: str) -> str:
+    if char.isascii():
+        return char.lower()
+    return _unicode.LOWERCASE_MAPPINGS.get(char) or char.lower()
 
 
 def truncate_within(text: str, max_len: int, ellipsis: str) -> str:

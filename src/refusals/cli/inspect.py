@@ -15,6 +15,7 @@ from refusals.cli._terminal import sanitize
 from refusals.model import LLMResponse
 from refusals.providers import PROVIDERS, NormalizeError, normalize
 from refusals.refusal import notice
+from refusals.transport.streams import decode_stream, sniff_framing
 
 EXIT_USAGE = 2
 
@@ -48,6 +49,34 @@ def verdict(response: LLMResponse, *, streamed: bool = False) -> dict[str, Any]:
         "notice": notice(response),
         "content": response.content,
     }
+
+
+def looks_like_stream(data: bytes) -> bool:
+    """Whether a recorded file is a stream (SSE, event-stream, JSON lines), not one body."""
+    if sniff_framing(data[:12]) == "event-stream":
+        return True
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"data:", b"event:", b":", b"id:", b"retry:")):
+        return True
+    if head[:1] != b"{":
+        return False
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        # Not one JSON document: one JSON object per line is a recorded stream.
+        first = head.split(b"\n", 1)[0]
+        try:
+            orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return False
+        return True
+    return False
+
+
+def _no_events(response: LLMResponse) -> str:
+    if response.error is not None and response.error.message:
+        return response.error.message
+    return "no stream events found; expected an SSE, event-stream or JSON-lines stream"
 
 
 def _read(source: IO[bytes]) -> bytes:
@@ -132,12 +161,22 @@ def inspect_command(
     name = source.name if isinstance(source.name, str) else "-"
     name = "<stdin>" if name in {"<stdin>", "-"} else name
     data = _read(source)
+    streamed = looks_like_stream(data)
+    verdict_event = None
     try:
-        response = normalize(data, provider=provider, status=status)
+        if streamed:
+            response, decoder = decode_stream(data, provider=provider)
+            verdict_event = decoder.verdict_index
+            if decoder.events_seen == 0:
+                raise NormalizeError(_no_events(response))
+        else:
+            response = normalize(data, provider=provider, status=status)
     except NormalizeError as exc:
         _fail(name, str(exc))
         return
-    result = verdict(response)
+    result = verdict(response, streamed=streamed)
+    if streamed:
+        result["verdict_event"] = verdict_event
     if as_json:
         sys.stdout.buffer.write(orjson.dumps(result) + b"\n")
         sys.stdout.flush()

@@ -12,7 +12,9 @@
 //!   itself): `HEX FLAGS LOWER`, FLAGS being `U`/`L`/`W` or `-`, LOWER the lowercase
 //!   mapping as comma-separated hex. The first line is `unicode MAJOR.MINOR.PATCH`.
 
+// A byte-for-byte copy of the reference: never reformatted, never edited.
 #[allow(dead_code)]
+#[rustfmt::skip]
 mod refusal;
 
 #[allow(dead_code)]

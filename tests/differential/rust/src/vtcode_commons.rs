@@ -21,9 +21,8 @@ pub mod formatting {
             return String::new();
         };
         let second = chars.clone().next();
-        let plain_word = first.is_uppercase()
-            && first != 'I'
-            && second.is_none_or(|c| c.is_lowercase() || c.is_whitespace());
+        let plain_word =
+            first.is_uppercase() && first != 'I' && second.is_none_or(|c| c.is_lowercase() || c.is_whitespace());
         if plain_word {
             let mut lowered: String = first.to_lowercase().collect();
             lowered.push_str(chars.as_str());

@@ -1,0 +1,193 @@
+"""`refusals inspect` on real recorded bodies and on bad input, as a user runs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from refusals.cli import main
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
+JSON_KEYS = {
+    "provider",
+    "api",
+    "streamed",
+    "finish_reason",
+    "raw_finish_reason",
+    "category",
+    "explanation",
+    "model",
+    "served_by_fallback",
+    "recommended_model",
+    "notice",
+    "content",
+}
+FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "pause", "refusal", "error"}
+RECORDED_BODIES = sorted(
+    p for p in FIXTURES.rglob("*.json") if "written" not in p.parts
+)
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "refusals", "inspect", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def inspect_json(path: Path, *extra: str) -> dict[str, object]:
+    result = CliRunner().invoke(main, ["inspect", "--json", str(path), *extra])
+    assert result.exit_code == 0, result.output
+    data: dict[str, object] = orjson.loads(result.stdout)
+    return data
+
+
+def status_of(path: Path) -> list[str]:
+    if path.name.startswith("error-"):
+        return ["--status", path.name.split("-")[1]] if path.name.split("-")[1].isdigit() else []
+    return []
+
+
+@pytest.mark.parametrize("path", RECORDED_BODIES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_recorded_body_gets_a_verdict_with_exactly_the_documented_keys(path: Path) -> None:
+    data = inspect_json(path, *status_of(path))
+    assert set(data) == JSON_KEYS
+    assert data["finish_reason"] in FINISH_REASONS
+    assert data["streamed"] is False
+    assert data["provider"] is not None
+    if data["finish_reason"] in ("refusal", "content_filter"):
+        assert isinstance(data["notice"], str)
+        assert data["notice"].endswith(
+            "The request was not retried; rephrase it or switch models."
+        )
+    else:
+        assert data["notice"] is None
+
+
+def test_the_bundled_example_reports_the_refusal_with_its_notice() -> None:
+    data = inspect_json(Path(__file__).parents[2] / "examples" / "anthropic-refusal.json")
+    assert data == {
+        "provider": "anthropic",
+        "api": "messages",
+        "streamed": False,
+        "finish_reason": "refusal",
+        "raw_finish_reason": "refusal",
+        "category": "cyber",
+        "explanation": "This request triggered restrictions on violative cyber content and was "
+        "blocked under Anthropic's Usage Policy.",
+        "model": "claude-fable-5",
+        "served_by_fallback": False,
+        "recommended_model": "claude-fable-5",
+        "notice": "The model declined this request (category: cyber): this request triggered "
+        "restrictions on violative cyber content and was blocked under Anthropic's Usage "
+        "Policy. A fallback to `claude-fable-5` was recommended but could not run. The request "
+        "was not retried; rephrase it or switch models.",
+        "content": None,
+    }
+
+
+def test_a_server_side_fallback_is_reported_as_served_by_fallback() -> None:
+    data = inspect_json(FIXTURES / "anthropic" / "vercel-server-fallback.json")
+    assert data["served_by_fallback"] is True
+    assert data["finish_reason"] == "stop"
+
+
+def test_readable_output_shows_the_verdict_and_the_notice() -> None:
+    result = run(str(FIXTURES / "anthropic" / "vercel-refusal-cyber.json"))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert "refusal" in out
+    assert "cyber" in out
+    assert "was recommended but could not run." in " ".join(out.split())
+
+
+def test_an_error_body_with_its_status_is_classified() -> None:
+    data = inspect_json(FIXTURES / "anthropic" / "error-429-rate-limit.json", "--status", "429")
+    assert data["finish_reason"] == "error"
+    assert data["notice"] is None
+
+
+def test_standard_input_is_read_with_a_dash() -> None:
+    body = (FIXTURES / "openai-chat" / "refusal.json").read_bytes()
+    result = run("--json", "-", stdin=body)
+    assert result.returncode == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["finish_reason"] == "refusal"
+    assert data["provider"] == "openai"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "the payload is empty; expected a provider response or error body"),
+        (b"   \n", "the payload is empty; expected a provider response or error body"),
+        (b"<html>oops</html>", "the payload is not JSON"),
+        (b'{"hello": "world"}', "unrecognised JSON object (keys: hello)"),
+        (b"[1, 2]", "expected a provider response or error body"),
+    ],
+)
+def test_bad_input_gets_one_line_naming_what_was_expected_and_exit_2(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_bytes(content)
+    result = run(str(path))
+    assert result.returncode == 2
+    assert result.stdout == b""
+    err = result.stderr.decode()
+    assert err.count("\n") == 1, err
+    assert expected in err
+    assert "Traceback" not in err
+    assert "expected" in err
+
+
+def test_a_missing_file_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
+    result = run(str(tmp_path / "nope.json"))
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert b"nope.json" in result.stderr
+
+
+def test_terminal_control_sequences_from_the_provider_are_stripped(tmp_path: Path) -> None:
+    body = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "refusal": "I can\u2019t\x1b[2J\x1b]0;pwned\x07 help\x1b[31m with that.",
+                },
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    path = tmp_path / "body.json"
+    path.write_bytes(orjson.dumps(body))
+    result = run(str(path))
+    assert result.returncode == 0, result.stderr
+    assert b"\x1b" not in result.stdout
+    assert b"\x07" not in result.stdout
+    assert "help with that." in result.stdout.decode()
+
+
+def test_shared_fixture_folder_non_stream_files_all_get_a_verdict() -> None:
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is not beside this checkout (it is in CI and dev machines)")
+    files = [p for p in SHARED.rglob("*.json")]
+    assert files
+    for path in files:
+        data = inspect_json(path, *status_of(path))
+        assert data["finish_reason"] in FINISH_REASONS, path
