@@ -114,8 +114,10 @@ class StreamAccumulator:
     api: str | None = None
     model: str | None = None
     request_id: str | None = None
-    _text: list[str] = field(default_factory=list)
-    _reasoning: list[str] = field(default_factory=list)
+    # UTF-8 buffers rather than lists of fragments: memory stays at the size of the
+    # content however many deltas carried it.
+    _text: bytearray = field(default_factory=bytearray)
+    _reasoning: bytearray = field(default_factory=bytearray)
     _refusal: list[str] = field(default_factory=list)
     _tools: dict[int, ToolCall] = field(default_factory=dict)
     _details: list[str] = field(default_factory=list)
@@ -146,9 +148,9 @@ class StreamAccumulator:
     def apply(self, event: StreamEvent, wire_index: int) -> bool:
         """Fold one event in; True when it set or changed the verdict."""
         if isinstance(event, TextDelta):
-            self._text.append(event.text)
+            self._text += event.text.encode("utf-8", "surrogatepass")
         elif isinstance(event, ReasoningDelta):
-            self._reasoning.append(event.text)
+            self._reasoning += event.text.encode("utf-8", "surrogatepass")
         elif isinstance(event, RefusalDelta):
             self._refusal.append(event.text)
         elif isinstance(event, ToolCallDelta):
@@ -211,7 +213,7 @@ class StreamAccumulator:
             finish = FinishReason.CONTENT_FILTER if _is_policy(error) else FinishReason.ERROR
             raw = raw or (error.error.code if error.error is not None else None)
         refusal_text = "".join(self._refusal)
-        text = "".join(self._text)
+        text = self._text.decode("utf-8", "surrogatepass")
         content = text or refusal_text or None
         details = list(self._details)
         stop = self._stop_details
@@ -233,7 +235,7 @@ class StreamAccumulator:
         return LLMResponse(
             content=content,
             tool_calls=[self._tools[i] for i in sorted(self._tools)],
-            reasoning="".join(self._reasoning) or None,
+            reasoning=self._reasoning.decode("utf-8", "surrogatepass") or None,
             reasoning_details=details,
             usage=usage,
             finish_reason=finish,

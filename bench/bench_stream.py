@@ -1,0 +1,182 @@
+"""Benchmark: incremental stream decoding against the floor of splitting and parsing lines.
+
+For each stream, in one process and one run:
+  floor  split the bytes into lines and `orjson.loads` every `data:` line (or every line
+         of a JSON-lines stream): no framing rules, no interpretation;
+  ours   `refusals.transport.streams.StreamDecoder` fed the same bytes in 4 KiB chunks, as
+         they arrive from a socket, through to the final `LLMResponse`.
+Streams: the largest recorded one (an Anthropic pause_turn stream of 256 KB with
+thinking, server tool blocks and many deltas), recorded OpenAI chat and Responses streams,
+and long streams made by repeating the text deltas of recorded ones (Anthropic and OpenAI
+chat, 20,000 deltas each).
+
+Memory: peak traced allocation while decoding a synthetic stream of N and of 4N text
+deltas, minus the size of the accumulated content: it must not grow with the number of
+events.
+
+Run: python bench/bench_stream.py [--repeats N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from refusals.transport.streams import StreamDecoder
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+CHUNK = 4096
+
+
+def floor(data: bytes) -> int:
+    count = 0
+    for line in data.split(b"\n"):
+        if line.startswith(b"data:"):
+            payload = line[5:]
+            if payload.strip() != b"[DONE]":
+                orjson.loads(payload)
+                count += 1
+        elif line.startswith(b"{"):
+            orjson.loads(line)
+            count += 1
+    return count
+
+
+def ours(data: bytes) -> int:
+    decoder = StreamDecoder()
+    for start in range(0, len(data), CHUNK):
+        decoder.feed(data[start : start + CHUNK])
+    decoder.close()
+    response = decoder.response
+    return len(response.content or "")
+
+
+def anthropic_long(deltas: int) -> bytes:
+    head = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1",'
+        b'"type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5",'
+        b'"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":1}}}'
+        b"\n\n"
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n'
+    )
+    delta = (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"The quick brown fox jumps over the dog. "}}\n\n'
+    )
+    tail = (
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"refusal",'
+        b'"stop_sequence":null,"stop_details":{"type":"refusal","category":"cyber",'
+        b'"explanation":"Blocked."}},"usage":{"output_tokens":900}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    return head + delta * deltas + tail
+
+
+def openai_long(deltas: int) -> bytes:
+    def chunk(delta: bytes, finish: bytes = b"null") -> bytes:
+        return (
+            b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,'
+            b'"model":"gpt-4o","choices":[{"index":0,"delta":' + delta + b',"logprobs":null,'
+            b'"finish_reason":' + finish + b"}]}\n\n"
+        )
+
+    body = chunk(b'{"role":"assistant","content":""}')
+    body += chunk(b'{"content":"The quick brown fox jumps over the dog. "}') * deltas
+    body += chunk(b"{}", b'"stop"') + b"data: [DONE]\n\n"
+    return body
+
+
+def per_call(run: Callable[[bytes], int], data: bytes, repeats: int, budget: float) -> float:
+    run(data)
+    start = time.perf_counter()
+    calls = 0
+    while time.perf_counter() - start < budget / 10 or calls == 0:
+        run(data)
+        calls += 1
+    number = max(1, calls * 10)
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            run(data)
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+def held_over_content(data: bytes) -> tuple[int, int]:
+    """Memory the decoder holds after the last chunk, and the content's size in bytes."""
+    decoder = StreamDecoder()
+    tracemalloc.start()
+    for start in range(0, len(data), CHUNK):
+        decoder.feed(data[start : start + CHUNK])
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    decoder.close()
+    content = len((decoder.response.content or "").encode())
+    return held, content
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    budget = 0.05 if args.quick else 0.3
+
+    streams = [
+        (
+            "anthropic/pause-turn-web-search-stream.sse (recorded)",
+            (FIXTURES / "anthropic" / "pause-turn-web-search-stream.sse").read_bytes(),
+        ),
+        (
+            "openai-responses/moderation-stream.sse (recorded)",
+            (FIXTURES / "openai-responses" / "moderation-stream.sse").read_bytes(),
+        ),
+        (
+            "openai-chat/stream-stop.sse (recorded)",
+            (FIXTURES / "openai-chat" / "stream-stop.sse").read_bytes(),
+        ),
+        ("anthropic refusal, 20,000 text deltas", anthropic_long(20_000)),
+        ("openai chat, 20,000 content deltas", openai_long(20_000)),
+    ]
+    print("| stream | bytes | events | floor ms | ours ms | ours/floor |")
+    print("|---|---:|---:|---:|---:|---:|")
+    ratios = []
+    for name, data in streams:
+        events = floor(data)
+        base = per_call(floor, data, args.repeats, budget)
+        mine = per_call(ours, data, args.repeats, budget)
+        ratios.append(mine / base)
+        print(
+            f"| {name} | {len(data):,} | {events:,} | {base * 1e3:.2f} | {mine * 1e3:.2f} "
+            f"| {mine / base:.2f}x |"
+        )
+    print(f"\nmedian ours/floor: {statistics.median(ratios):.2f}x (target <= 1.5x)")
+
+    print("\n| memory: stream | deltas | held KiB | content KiB | held - content KiB |")
+    print("|---|---:|---:|---:|---:|")
+    overheads = []
+    for label, make in (("anthropic", anthropic_long), ("openai chat", openai_long)):
+        for deltas in (5_000, 20_000):
+            held, content = held_over_content(make(deltas))
+            overheads.append(held - content)
+            print(
+                f"| {label} | {deltas:,} | {held / 1024:,.1f} | {content / 1024:,.1f} "
+                f"| {(held - content) / 1024:,.1f} |"
+            )
+    print("\n(held - content) must stay flat from 5,000 to 20,000 deltas: the decoder keeps")
+    print("the accumulated content and nothing per event.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
