@@ -1,17 +1,21 @@
-"""Cohere Chat API, v1 and v2: full responses and HTTP error bodies.
+"""Cohere Chat API, v1 and v2: full responses, streams and HTTP error bodies.
 
 v1 (`POST /v1/chat`) answers `{"text", "generation_id", "response_id", "finish_reason",
 "tool_calls": [{"name", "parameters"}], "meta": {"billed_units", "tokens"}}`; v2
 (`POST /v2/chat`) answers `{"id", "finish_reason", "message": {"role", "content": [{"type":
 "text", "text"}, {"type": "thinking", "thinking"}], "tool_plan", "tool_calls": [{"id",
 "function": {"name", "arguments"}}]}, "usage": {"billed_units", "tokens",
-"cached_tokens"}}`. Errors are `{"message": "..."}` with the HTTP status.
+"cached_tokens"}}`. Errors are `{"message": "..."}` with the HTTP status. Streams: v2 sends
+SSE events named by their `type` (`message-start` … `message-end`); v1 sends one JSON object
+per line (or SSE) with an `event_type` (`stream-start` … `stream-end`). See `StreamDecoder`.
 
 Documentation:
 
 - https://docs.cohere.com/v1/reference/chat (v1 response, `finish_reason`)
 - https://docs.cohere.com/v2/reference/chat (v2 response, `finish_reason`)
 - https://docs.cohere.com/reference/errors (error body and statuses)
+- https://docs.cohere.com/v2/docs/streaming and https://docs.cohere.com/docs/tool-use-streaming
+  (v2 stream events), https://docs.cohere.com/reference/chat-stream-v1 (v1 stream events)
 - cohere-python `ChatStreamEndEventFinishReason` documents the v1 values: `ERROR_LIMIT`
   "the reply was cut off because the model reached the maximum number of tokens for its
   context length"; `ERROR_TOXIC` "the model generated a reply that was deemed toxic".
@@ -48,6 +52,16 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "chat"
 
@@ -202,6 +216,15 @@ def _parse_v1(body: JsonObject, provider: str) -> LLMResponse:
     )
 
 
+def _finish(raw: str | None, has_tool_calls: bool) -> tuple[FinishReason, StopDetails | None]:
+    """The finish reason for a `finish_reason` value, and the stop details a filter has."""
+    finish = FINISH_REASONS.get(raw or "", FinishReason.ERROR)
+    if finish is FinishReason.STOP and has_tool_calls:
+        finish = FinishReason.TOOL_CALLS
+    category = FILTER_CATEGORIES.get(raw or "")
+    return finish, StopDetails(category=category) if category is not None else None
+
+
 def _result(
     body: JsonObject,
     provider: str,
@@ -213,13 +236,8 @@ def _result(
     request_id: str | None,
 ) -> LLMResponse:
     raw = string(body.get("finish_reason"))
-    finish = FINISH_REASONS.get(raw or "", FinishReason.ERROR)
-    if finish is FinishReason.STOP and tool_calls:
-        finish = FinishReason.TOOL_CALLS
-    details: list[Detail] = []
-    category = FILTER_CATEGORIES.get(raw or "")
-    if category is not None:
-        details.append(StopDetails(category=category).to_detail())
+    finish, stop = _finish(raw, bool(tool_calls))
+    details: list[Detail] = [stop.to_detail()] if stop is not None else []
     cut_off = bool(content or tool_calls) and finish in (
         FinishReason.CONTENT_FILTER,
         FinishReason.REFUSAL,
@@ -258,6 +276,275 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     return error_response(
         ProviderError(kind, status, None, message), provider=provider, api=API, stop=stop
     )
+
+
+# Streams --------------------------------------------------------------------------------
+
+V2_STREAM_EVENTS = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+    }
+)
+"""v2 event `type`s (also the SSE event names); `message-end` is terminal."""
+
+V1_STREAM_EVENTS = frozenset(
+    {
+        "stream-start",
+        "search-queries-generation",
+        "search-results",
+        "text-generation",
+        "citation-generation",
+        "tool-calls-chunk",
+        "tool-calls-generation",
+        "stream-end",
+    }
+)
+"""v1 `event_type`s; `stream-end` is terminal and carries the whole response."""
+
+
+# Verdicts that no later event overturns (the accumulator keeps them too).
+_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"cohere"` when the first event of a stream is a v2 event (`type`) or a v1 event
+    (`event_type`) of Cohere's chat stream; the SSE event name, if any, must agree."""
+    if not isinstance(payload, dict) or "choices" in payload:
+        return None
+    kind = payload.get("type")
+    if isinstance(kind, str) and kind in V2_STREAM_EVENTS and name in (None, kind):
+        return "cohere"
+    kind = payload.get("event_type")
+    if isinstance(kind, str) and kind in V1_STREAM_EVENTS and name in (None, kind):
+        return "cohere"
+    return None
+
+
+class StreamDecoder(WireDecoder):
+    """Cohere's chat stream, v2 or v1, told apart event by event (`type` or `event_type`).
+
+    v2: `content-delta` text (or `thinking`) and `tool-plan-delta` become text and reasoning
+    deltas; `tool-call-start`/`-delta` build tool calls by `index`; `message-end` carries the
+    verdict (`delta.finish_reason`), the usage and, on a failure, `delta.error`, and ends the
+    stream. v1: `text-generation` text, `tool-calls-chunk` deltas (or the whole calls of
+    `tool-calls-generation` when no chunk came), and `stream-end`, which carries the verdict
+    and the whole response: whatever the stream did not deliver (text, tool calls, usage, ids)
+    is taken from it. Finish values map as in `parse_response` (`ERROR_TOXIC` is a filter,
+    category `toxic`). A bare `{"message": ...}` error body in the stream is a `StreamError`
+    with the verdict `parse_error` gives the same body; `delta.error` is a `StreamError`
+    beside the finish reason's verdict.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._tool_calls: set[int] = set()
+        self._last_tool = 0
+        self._text_seen = False
+        self._tool_chunks_seen = False
+        self._reasoning_block: tuple[str, int] | None = None
+        self._reasoning_seen = False
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError("a Cohere stream event is not a JSON object")]
+        kind = payload.get("type")
+        if isinstance(kind, str):
+            return self._v2(kind, payload)
+        kind = payload.get("event_type")
+        if isinstance(kind, str):
+            return self._v1(kind, payload)
+        if is_error(payload):
+            return _error_events(
+                parse_error(payload, None, self.acc.provider or "cohere"), self.acc.verdict
+            )
+        return []
+
+    # v2 ------------------------------------------------------------------------------
+
+    def _v2(self, kind: str, event: JsonObject) -> list[StreamEvent]:
+        delta = obj(event.get("delta"))
+        message = obj(delta.get("message"))
+        if kind == "message-start":
+            request_id = string(event.get("id"))
+            if request_id:
+                self.acc.request_id = request_id
+            return []
+        if kind in ("content-start", "content-delta"):
+            content = obj(message.get("content"))
+            index = _index(event.get("index"), 0)
+            events: list[StreamEvent] = self._reasoning(
+                ("content", index), string(content.get("thinking"))
+            )
+            text = string(content.get("text"))
+            if text:
+                self._text_seen = True
+                events.append(TextDelta(text))
+            return events
+        if kind == "tool-plan-delta":
+            return self._reasoning(("plan", 0), string(message.get("tool_plan")))
+        if kind in ("tool-call-start", "tool-call-delta"):
+            call = obj(message.get("tool_calls"))
+            function = obj(call.get("function"))
+            starts = kind == "tool-call-start"
+            index = _index(event.get("index"), self._next_tool() if starts else self._last_tool)
+            self._last_tool = index
+            self._tool_calls.add(index)
+            arguments = function.get("arguments")
+            return [
+                ToolCallDelta(
+                    index,
+                    id=string(call.get("id")) or None,
+                    name=string(function.get("name")) or None,
+                    arguments=arguments if isinstance(arguments, str) else "",
+                )
+            ]
+        if kind == "message-end":
+            return self._end(
+                string(delta.get("finish_reason")),
+                usage=obj(delta.get("usage")),
+                error=string(delta.get("error")),
+            )
+        return []
+
+    def _reasoning(self, block: tuple[str, int], text: str | None) -> list[StreamEvent]:
+        """A reasoning delta; blocks (thinking items, the tool plan) are joined by a line
+        feed, as `parse_response` joins them."""
+        if not text:
+            return []
+        events: list[StreamEvent] = []
+        if self._reasoning_seen and block != self._reasoning_block:
+            events.append(ReasoningDelta("\n"))
+        self._reasoning_block = block
+        self._reasoning_seen = True
+        events.append(ReasoningDelta(text))
+        return events
+
+    # v1 ------------------------------------------------------------------------------
+
+    def _v1(self, kind: str, event: JsonObject) -> list[StreamEvent]:
+        if kind == "stream-start":
+            generation_id = string(event.get("generation_id"))
+            if generation_id:
+                self.acc.request_id = generation_id
+            return []
+        if kind == "text-generation":
+            text = string(event.get("text"))
+            if not text:
+                return []
+            self._text_seen = True
+            return [TextDelta(text)]
+        if kind == "tool-calls-chunk":
+            chunk = obj(event.get("tool_call_delta"))
+            name = string(chunk.get("name"))
+            parameters = string(chunk.get("parameters"))
+            if name is None and parameters is None:
+                return []
+            self._tool_chunks_seen = True
+            starts = name is not None
+            index = _index(chunk.get("index"), self._next_tool() if starts else self._last_tool)
+            self._last_tool = index
+            self._tool_calls.add(index)
+            return [ToolCallDelta(index, name=name or None, arguments=parameters or "")]
+        if kind == "tool-calls-generation":
+            events: list[StreamEvent] = []
+            text = string(event.get("text"))
+            if text and not self._text_seen:
+                self._text_seen = True
+                events.append(TextDelta(text))
+            if not self._tool_chunks_seen:
+                events.extend(self._whole_calls(event.get("tool_calls")))
+            return events
+        if kind == "stream-end":
+            return self._stream_end(event)
+        return []
+
+    def _stream_end(self, event: JsonObject) -> list[StreamEvent]:
+        response = obj(event.get("response"))
+        request_id = string(response.get("response_id")) or string(response.get("generation_id"))
+        if request_id:
+            self.acc.request_id = request_id
+        model = string(response.get("model"))
+        if model:
+            self.acc.model = model
+        events: list[StreamEvent] = []
+        text = string(response.get("text"))
+        if text and not self._text_seen:
+            self._text_seen = True
+            events.append(TextDelta(text))
+        if not self._tool_calls:
+            events.extend(self._whole_calls(response.get("tool_calls")))
+        raw = string(event.get("finish_reason")) or string(response.get("finish_reason"))
+        meta = obj(response.get("meta"))
+        return events + self._end(raw, usage=meta, error=None)
+
+    def _whole_calls(self, calls: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for item in arr(calls):
+            call = obj(item)
+            index = self._next_tool()
+            self._tool_calls.add(index)
+            events.append(
+                ToolCallDelta(
+                    index,
+                    name=string(call.get("name")) or None,
+                    arguments=_json_text(call.get("parameters")),
+                )
+            )
+        return events
+
+    # both ----------------------------------------------------------------------------
+
+    def _next_tool(self) -> int:
+        return max(self._tool_calls, default=-1) + 1
+
+    def _end(self, raw: str | None, *, usage: JsonObject, error: str | None) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if usage:
+            events.append(UsageUpdate(_usage(usage, cached=usage.get("cached_tokens"))))
+        if error:
+            # The error text is kept with the error; the verdict is the finish reason's.
+            result = parse_error({"message": error}, None, self.acc.provider or "cohere")
+            events.append(_stream_error(result))
+        finish, stop = _finish(raw, bool(self._tool_calls))
+        events.append(Verdict(finish, raw, stop))
+        self.done = True
+        return events
+
+
+def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
+    """An error event in a stream: the error, and the verdict `parse_error` gives its body
+    (a policy block is a content filter with the message as its explanation). After a
+    refusal or filter verdict only the error is added: its message does not explain the block."""
+    if decided is not None and decided.finish_reason in _FINAL:
+        return [_stream_error(result)]
+    return [
+        _stream_error(result),
+        Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details),
+    ]
+
+
+def _stream_error(result: LLMResponse) -> StreamError:
+    error = result.error
+    message = error.message if error is not None else None
+    return StreamError(message or "the Cohere stream reported an error", error)
+
+
+def _index(value: Any, default: int) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return default
 
 
 def _error_kind(status: int | None, message: str | None) -> ErrorKind:

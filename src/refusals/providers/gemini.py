@@ -1,6 +1,8 @@
-"""Gemini API and Vertex AI `generateContent`: full responses and HTTP error bodies.
+"""Gemini API and Vertex AI `generateContent`: full responses, streams and HTTP error bodies.
 
 Both services speak the same wire format; a Vertex AI body also carries `createTime`.
+A stream (`streamGenerateContent?alt=sse`) is a sequence of the same response bodies, each
+holding the next parts of the answer (see `StreamDecoder`).
 A block shows up in two places, and neither is an HTTP error:
 
 - the prompt: `promptFeedback.blockReason` (no candidates at all), with the ratings that
@@ -18,6 +20,8 @@ Documentation:
 - https://googleapis.github.io/js-genai/release_docs/enums/types.BlockedReason.html
 - https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes
 - https://cloud.google.com/apis/design/errors (the `google.rpc.Status` error body)
+- https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent and
+  https://ai.google.dev/gemini-api/docs/text-generation#streaming-responses (streams)
 
 Category rule (one rule for prompt and output blocks): the categories are those of the
 safety ratings marked `blocked: true`, lower-cased with the `HARM_CATEGORY_` prefix
@@ -55,6 +59,16 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "generateContent"
 
@@ -206,25 +220,12 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     details: list[Detail] = []
     if finish is FinishReason.CONTENT_FILTER:
         blocked = _blocked_ratings(ratings)
-        categories = _categories(blocked, raw)
-        details.append(
-            StopDetails(
-                category=categories[0] if categories else None,
-                explanation=explanation,
-                categories=tuple(categories) if len(categories) > 1 else (),
-            ).to_detail()
-        )
+        details.append(_filter_stop(blocked, raw, explanation).to_detail())
         if blocked:
-            details.append(
-                orjson.dumps(
-                    {"type": "safety_ratings", "scope": scope, "ratings": blocked}
-                ).decode()
-            )
+            details.append(_ratings_detail(scope, blocked))
     elif explanation is not None:
         details.append(StopDetails(explanation=explanation).to_detail())
-    details.extend(
-        orjson.dumps({"type": "thought_signature", "signature": sig}).decode() for sig in signatures
-    )
+    details.extend(_signature_detail(sig) for sig in signatures)
 
     cut_off = bool(content or tool_calls) and finish in (
         FinishReason.CONTENT_FILTER,
@@ -270,6 +271,158 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     kind = _error_kind(code_name, http, _error_reasons(error_obj.get("details")), message)
     error = ProviderError(kind, http, code_name, message)
     return error_response(error, provider=provider, api=API, stop=_error_stop(message))
+
+
+# Streams --------------------------------------------------------------------------------
+
+# A proxy may name the events with the SSE default type; Google sends no `event:` lines.
+_STREAM_EVENT_NAMES = (None, "message")
+
+
+# Verdicts that no later event overturns (the accumulator keeps them too).
+_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"vertex"` or `"gemini"` when the first event of a stream is a streamGenerateContent
+    chunk (or a Google error body), by the shape rules of `detect_provider`; else None."""
+    if name not in _STREAM_EVENT_NAMES or not isinstance(payload, dict):
+        return None
+    return detect_provider(payload)
+
+
+class StreamDecoder(WireDecoder):
+    """`streamGenerateContent`: each event is a GenerateContentResponse with the next parts.
+
+    - Parts of candidate 0 become text, thought (`thought: true`) and tool-call deltas; a
+      `functionCall` part holds the whole call. Thought signatures are kept as details.
+    - The verdict is on the chunk whose candidate has a `finishReason`, or whose
+      `promptFeedback` has a `blockReason` (a prompt block, usually the only chunk). The
+      mapping, categories and explanation are those of `parse_response`.
+    - Gemini sends no terminal sentinel: that chunk completes the stream, and a stream that
+      ends without one is incomplete (an error). Chunks after it (usage) are still read.
+    - `{"error": {...}}` in the stream is a `StreamError` with the verdict `parse_error`
+      gives the same body, so a Responsible-AI block reported as an error is a content
+      filter on that event; after a block, an error adds itself but changes no verdict.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._tool_calls = 0
+        self._blocked: list[JsonObject] = []
+        self._ratings_kept = False
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        # A JSON array holds chunks (the `alt=json` form, or an error wrapped in an array).
+        items = payload if isinstance(payload, list) else [payload]
+        return [event for item in items for event in self._chunk(item)]
+
+    def _chunk(self, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError("a Gemini stream event is not a JSON object")]
+        if is_error(payload):
+            return _error_events(
+                parse_error(payload, None, self.acc.provider or "gemini"), self.acc.verdict
+            )
+        model = string(payload.get("modelVersion"))
+        if model:
+            self.acc.model = model
+        response_id = string(payload.get("responseId"))
+        if response_id:
+            self.acc.request_id = response_id
+        events: list[StreamEvent] = []
+        meta = payload.get("usageMetadata")
+        if isinstance(meta, dict):
+            events.append(UsageUpdate(_usage(meta)))
+        candidate = _first_candidate(payload.get("candidates"))
+        events.extend(self._parts(obj(candidate.get("content"))))
+        blocked = _blocked_ratings(candidate.get("safetyRatings"))
+        if blocked:
+            self._blocked = blocked
+        feedback = obj(payload.get("promptFeedback"))
+        block_reason = string(feedback.get("blockReason"))
+        if block_reason is not None:
+            prompt_blocked = _blocked_ratings(feedback.get("safetyRatings"))
+            stop = _filter_stop(
+                prompt_blocked, block_reason, string(feedback.get("blockReasonMessage"))
+            )
+            self._keep_ratings("prompt", prompt_blocked)
+            events.append(Verdict(PROMPT_BLOCKED, block_reason, stop))
+            self.done = True
+            return events
+        raw = candidate.get("finishReason")
+        if isinstance(raw, str):
+            events.append(self._verdict(raw, string(candidate.get("finishMessage"))))
+            self.done = True
+        return events
+
+    def _parts(self, content: JsonObject) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for item in arr(content.get("parts")):
+            part = obj(item)
+            signature = string(part.get("thoughtSignature"))
+            if signature:
+                self.acc.add_detail(_signature_detail(signature))
+            call = part.get("functionCall")
+            if isinstance(call, dict):
+                events.append(
+                    ToolCallDelta(
+                        self._tool_calls,
+                        id=string(call.get("id")) or None,
+                        name=string(call.get("name")) or None,
+                        arguments=_json_text(call.get("args")),
+                    )
+                )
+                self._tool_calls += 1
+                continue
+            text = string(part.get("text"))
+            if text:
+                events.append(
+                    ReasoningDelta(text) if part.get("thought") is True else TextDelta(text)
+                )
+        return events
+
+    def _verdict(self, raw: str, explanation: str | None) -> Verdict:
+        finish = FINISH_REASONS.get(raw, FinishReason.ERROR)
+        if finish is FinishReason.STOP and self._tool_calls:
+            finish = FinishReason.TOOL_CALLS
+        if finish is FinishReason.CONTENT_FILTER:
+            # The blocked ratings come with the finishing chunk; an earlier chunk's stand in.
+            self._keep_ratings("response", self._blocked)
+            return Verdict(finish, raw, _filter_stop(self._blocked, raw, explanation))
+        stop = StopDetails(explanation=explanation) if explanation is not None else None
+        return Verdict(finish, raw, stop)
+
+    def _keep_ratings(self, scope: str, blocked: list[JsonObject]) -> None:
+        if blocked and not self._ratings_kept:
+            self._ratings_kept = True
+            self.acc.add_detail(_ratings_detail(scope, blocked))
+
+
+def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
+    """An error event in a stream: the error, and the verdict `parse_error` gives its body
+    (a policy block is a content filter with the message as its explanation). After a
+    refusal or filter verdict only the error is added: its message does not explain the block."""
+    error = result.error
+    message = error.message if error is not None else None
+    events: list[StreamEvent] = [
+        StreamError(message or "the Gemini stream reported an error", error)
+    ]
+    if decided is None or decided.finish_reason not in _FINAL:
+        events.append(Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details))
+    return events
+
+
+def _first_candidate(candidates: Any) -> JsonObject:
+    """Candidate 0 of a chunk (the one `parse_response` reads); empty when the chunk has none."""
+    for item in arr(candidates):
+        candidate = obj(item)
+        index = candidate.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or index == 0:
+            return candidate
+    return {}
 
 
 def _error_kind(
@@ -359,6 +512,26 @@ def _blocked_ratings(ratings: Any) -> list[JsonObject]:
                 kept[name] = value
         blocked.append(kept)
     return blocked
+
+
+def _filter_stop(
+    blocked: list[JsonObject], reason: str | None, explanation: str | None
+) -> StopDetails:
+    """The stop details of a filter block: the category rule of the module docstring."""
+    categories = _categories(blocked, reason)
+    return StopDetails(
+        category=categories[0] if categories else None,
+        explanation=explanation,
+        categories=tuple(categories) if len(categories) > 1 else (),
+    )
+
+
+def _ratings_detail(scope: str, blocked: list[JsonObject]) -> str:
+    return orjson.dumps({"type": "safety_ratings", "scope": scope, "ratings": blocked}).decode()
+
+
+def _signature_detail(signature: str) -> str:
+    return orjson.dumps({"type": "thought_signature", "signature": signature}).decode()
 
 
 def _categories(blocked: list[JsonObject], reason: str | None) -> list[str]:

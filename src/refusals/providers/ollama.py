@@ -1,10 +1,13 @@
-"""Ollama's native API (`/api/chat`, `/api/generate`): full responses and HTTP error bodies.
+"""Ollama's native API (`/api/chat`, `/api/generate`): full responses, streams and HTTP
+error bodies.
 
 `/api/chat` answers `{"model", "created_at", "message": {"role", "content", "thinking",
 "tool_calls": [{"function": {"name", "arguments": {...}}}]}, "done", "done_reason",
 "prompt_eval_count", "eval_count", …}`; `/api/generate` has `response` (and `thinking`)
 instead of `message`. Errors are `{"error": "<text>"}`: a string, not an object. Ollama's
-OpenAI-compatible endpoints (`/v1/...`) are read by the OpenAI modules instead.
+OpenAI-compatible endpoints (`/v1/...`) are read by the OpenAI modules instead. A stream
+(the default for both endpoints) is one such body per line (NDJSON), each with the next piece
+of the answer, the last with `done: true` (see `StreamDecoder`).
 
 Documentation:
 
@@ -45,6 +48,16 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "chat"
 
@@ -119,31 +132,37 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     calls = [_tool_call(item) for item in arr(message.get("tool_calls"))]
 
     raw = string(body.get("done_reason"))
-    if body.get("done") is not True:
-        # A body that says it is not done is a cut stream, not an answer.
-        finish = FinishReason.ERROR
-    elif raw is None:
-        finish = FinishReason.STOP
-    else:
-        finish = DONE_REASONS.get(raw, FinishReason.ERROR)
-    if finish is FinishReason.STOP and calls:
-        finish = FinishReason.TOOL_CALLS
+    # A body that says it is not done is a cut stream, not an answer.
+    done = body.get("done") is True
+    finish = _finish(raw, bool(calls)) if done else FinishReason.ERROR
 
     content = content or None
     return LLMResponse(
         content=content,
         tool_calls=calls,
         reasoning=reasoning or None,
-        usage=Usage(
-            input_tokens=integer(body.get("prompt_eval_count")),
-            output_tokens=integer(body.get("eval_count")),
-        ),
+        usage=_usage(body),
         finish_reason=finish,
         raw_finish_reason=raw,
         model=string(body.get("model")),
         provider=provider,
         api=API,
         cut_off=bool(content or calls) and finish is FinishReason.ERROR,
+    )
+
+
+def _finish(raw: str | None, has_tool_calls: bool) -> FinishReason:
+    """How a finished (`done: true`) body ended, from its `done_reason`."""
+    finish = FinishReason.STOP if raw is None else DONE_REASONS.get(raw, FinishReason.ERROR)
+    if finish is FinishReason.STOP and has_tool_calls:
+        finish = FinishReason.TOOL_CALLS
+    return finish
+
+
+def _usage(body: JsonObject) -> Usage:
+    return Usage(
+        input_tokens=integer(body.get("prompt_eval_count")),
+        output_tokens=integer(body.get("eval_count")),
     )
 
 
@@ -165,6 +184,95 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     return error_response(
         ProviderError(kind, status, code, message), provider=provider, api=API, stop=stop
     )
+
+
+# Streams --------------------------------------------------------------------------------
+
+# NDJSON lines have no names; a proxy re-framing them as SSE may use the default type.
+_STREAM_EVENT_NAMES = (None, "message")
+
+
+# Verdicts that no later event overturns (the accumulator keeps them too).
+_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"ollama"` when the first event of a stream is a native `/api/chat` or `/api/generate`
+    chunk (`done` and `message` or `response`) or a native error line; None for anything else,
+    OpenAI-style chunks (`choices`, `object`) from Ollama's `/v1` endpoints included."""
+    if name not in _STREAM_EVENT_NAMES or not isinstance(payload, dict):
+        return None
+    return detect_provider(payload)
+
+
+class StreamDecoder(WireDecoder):
+    """Ollama's native stream: one chat or generate body per line.
+
+    Each line's `message.content` (or `response`) and `message.thinking` (or `thinking`) are
+    the next text and reasoning; `message.tool_calls` holds whole calls. The line with
+    `done: true` carries the verdict (`done_reason`, as in `parse_response`) and the token
+    counts, and ends the stream; a stream without one is incomplete (an error). An
+    `{"error": "..."}` line, which Ollama sends when the model fails mid-stream, is a
+    `StreamError` with the verdict `parse_error` gives the same body.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._tool_calls = 0
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError("an Ollama stream line is not a JSON object")]
+        if is_error(payload):
+            return _error_events(
+                parse_error(payload, None, self.acc.provider or "ollama"), self.acc.verdict
+            )
+        model = string(payload.get("model"))
+        if model:
+            self.acc.model = model
+        message = obj(payload.get("message"))
+        # As in `parse_response`: `/api/chat` lines have a message, `/api/generate` lines not.
+        holder, text_key = (message, "content") if message else (payload, "response")
+        events: list[StreamEvent] = []
+        thinking = string(holder.get("thinking"))
+        if thinking:
+            events.append(ReasoningDelta(thinking))
+        text = string(holder.get(text_key))
+        if text:
+            events.append(TextDelta(text))
+        for item in arr(message.get("tool_calls")):
+            call = _tool_call(item)
+            events.append(
+                ToolCallDelta(
+                    self._tool_calls,
+                    id=call.id or None,
+                    name=call.name or None,
+                    arguments=call.arguments,
+                )
+            )
+            self._tool_calls += 1
+        if payload.get("done") is True:
+            events.append(UsageUpdate(_usage(payload)))
+            raw = string(payload.get("done_reason"))
+            events.append(Verdict(_finish(raw, self._tool_calls > 0), raw))
+            self.done = True
+        return events
+
+
+def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
+    """An error event in a stream: the error, and the verdict `parse_error` gives its body
+    (a policy block is a content filter with the message as its explanation). After a
+    refusal or filter verdict only the error is added: its message does not explain the block."""
+    error = result.error
+    message = error.message if error is not None else None
+    events: list[StreamEvent] = [
+        StreamError(message or "the Ollama stream reported an error", error)
+    ]
+    if decided is None or decided.finish_reason not in _FINAL:
+        events.append(Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details))
+    return events
 
 
 def _error_kind(status: int | None, message: str | None) -> ErrorKind:
