@@ -209,7 +209,10 @@ class StreamAccumulator:
         error = self._error
         finish = verdict.finish_reason if verdict is not None else FinishReason.ERROR
         raw = verdict.raw_finish_reason if verdict is not None else None
-        if error is not None and (verdict is None or finish not in _TERMINAL):
+        # The error decides the finish only when no refusal or filter verdict came first;
+        # then, and only then, its message explains a policy block.
+        error_decides = error is not None and (verdict is None or finish not in _TERMINAL)
+        if error is not None and error_decides:
             finish = FinishReason.CONTENT_FILTER if _is_policy(error) else FinishReason.ERROR
             raw = raw or (error.error.code if error.error is not None else None)
         refusal_text = "".join(self._refusal)
@@ -217,7 +220,12 @@ class StreamAccumulator:
         content = text or refusal_text or None
         details = list(self._details)
         stop = self._stop_details
-        if stop is None and error is not None and finish is FinishReason.CONTENT_FILTER:
+        if (
+            stop is None
+            and error is not None
+            and error_decides
+            and finish is FinishReason.CONTENT_FILTER
+        ):
             stop = StopDetails(explanation=error.message)
         if stop is not None:
             details.insert(0, stop.to_detail())
