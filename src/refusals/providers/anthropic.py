@@ -1,7 +1,8 @@
-"""Anthropic Messages API (GA and beta): full responses and HTTP error bodies.
+"""Anthropic Messages API (GA and beta): full responses, streams and HTTP error bodies.
 
 Documentation:
 - Messages API: https://docs.claude.com/en/api/messages
+- Streaming: https://docs.claude.com/en/docs/build-with-claude/streaming
 - Stop reasons: https://docs.claude.com/en/docs/build-with-claude/handling-stop-reasons
 - Errors: https://docs.claude.com/en/api/errors
 
@@ -12,12 +13,19 @@ is an open set: new values pass through unchanged, never checked against a list.
 server-side fallback shows as a `fallback` content block and as `fallback_message`
 entries in `usage.iterations`. All of these become `reasoning_details` (see
 `refusals.model`); the notice itself is built only by `refusals.refusal`.
+
+A stream (`StreamDecoder`) is Server-Sent Events named after their payload `type`
+(`message_start`, `content_block_start` / `_delta` / `_stop`, `message_delta`,
+`message_stop`, `ping`, `error`); recordings without event names (one payload per line)
+are read by the payload `type` alone. The verdict rides on `message_delta`; the stream is
+complete at `message_stop`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import fields
 from typing import Any
 
 import orjson
@@ -45,6 +53,17 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    FallbackSeam,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "messages"
 
@@ -161,13 +180,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             )
         elif kind == "fallback":
             # Kept in place, so a fallback's position among thinking details is preserved.
-            details.append(
-                Fallback(
-                    from_model=_model_name(block.get("from")),
-                    to_model=_model_name(block.get("to")),
-                    trigger=string(obj(block.get("trigger")).get("type")),
-                ).to_detail()
-            )
+            details.append(_fallback(block).to_detail())
         # server_tool_use, web_search_tool_result, compaction and other blocks ran on the
         # server: they are neither answer text nor calls the client has to run.
 
@@ -316,6 +329,14 @@ def _usage(value: Any) -> Usage:
     )
 
 
+def _fallback(block: JsonObject) -> Fallback:
+    return Fallback(
+        from_model=_model_name(block.get("from")),
+        to_model=_model_name(block.get("to")),
+        trigger=string(obj(block.get("trigger")).get("type")),
+    )
+
+
 def _model_name(value: Any) -> str | None:
     if isinstance(value, dict):
         return string(value.get("model"))
@@ -331,3 +352,268 @@ def _detail(kind: str, name: str, value: str | None) -> str:
 
 def _interrupted(finish: FinishReason) -> bool:
     return finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
+
+
+# --- streams ------------------------------------------------------------------------
+
+STREAM_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+"""Event types of a Messages stream; the SSE event name repeats the payload `type`."""
+
+_TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"anthropic"` when the first event of a stream is a Messages stream event.
+
+    With an SSE event name, the name must be a Messages event and the payload's `type`
+    (when it has one) must repeat it; without one (recordings of one payload per line),
+    the payload's `type` decides. An `error` event must have Anthropic's error shape,
+    which OpenAI Responses error events (with a code and a sequence number) lack.
+    """
+    kind = string(payload.get("type")) if isinstance(payload, dict) else None
+    if name is not None:
+        if name not in STREAM_EVENTS or (kind is not None and kind != name):
+            return None
+        if name in ("error", "ping") and kind is None:
+            return None
+    elif kind is None or kind not in STREAM_EVENTS:
+        return None
+    if kind == "error" and not _is_error_body(payload):
+        return None
+    if kind == "message_start" and not isinstance(payload.get("message"), dict):
+        return None
+    return "anthropic"
+
+
+class _Block:
+    """What the decoder keeps about one open content block (never its text)."""
+
+    __slots__ = ("input", "kind", "signature", "streamed", "wrote")
+
+    def __init__(self, kind: str | None, block: JsonObject) -> None:
+        self.kind = kind
+        self.signature = string(block.get("signature"))
+        self.input: Any = block.get("input")
+        self.streamed = False  # a tool's arguments arrived as deltas
+        self.wrote = False  # a thinking block produced reasoning text
+
+
+class StreamDecoder(WireDecoder):
+    """Decoder of a Messages stream, one wire event at a time.
+
+    - Text, thinking and client `tool_use` blocks become text, reasoning and tool-call
+      deltas; server tool blocks (`server_tool_use`, `web_search_tool_result`, ...) ran on
+      the server and add nothing, as in a full response.
+    - A `fallback` block (start and stop, no deltas) becomes a `FallbackSeam` in place;
+      from there on the response comes from its `to` model, which becomes the model.
+    - Thinking signatures and redacted thinking become reasoning details, in block order.
+    - `message_delta` carries the verdict: its `stop_reason` and `stop_details`. Stop
+      details that arrive without a stop reason are attached to the verdict (the earlier
+      one, or the next one), so a null never erases them.
+    - An `error` event is a `StreamError` classified by `parse_error`: a policy block
+      mid-stream is a content filter, an overload is a transient error.
+    - `message_stop` ends the stream; without it the stream is incomplete.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._blocks: dict[int, _Block] = {}
+        self._current = -1
+        self._reasoning = False  # some reasoning text was emitted
+        self._pending_stop: StopDetails | None = None
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError(f"a stream event is not a JSON object ({name or 'unnamed'})")]
+        kind = string(payload.get("type")) or name
+        if kind == "content_block_delta":
+            return self._delta(payload)
+        if kind == "content_block_start":
+            return self._start(payload)
+        if kind == "content_block_stop":
+            index = self._index(payload)
+            block = self._blocks.pop(index, None)
+            return self._close(index, block) if block is not None else []
+        if kind == "message_start":
+            message = obj(payload.get("message"))
+            self.acc.model = string(message.get("model")) or self.acc.model
+            self.acc.request_id = string(message.get("id")) or self.acc.request_id
+            usage = message.get("usage")
+            return [UsageUpdate(_usage(usage))] if isinstance(usage, dict) else []
+        if kind == "message_delta":
+            return self._message_delta(payload)
+        if kind == "message_stop":
+            self.done = True
+            return []
+        if kind == "error":
+            return self._error(payload)
+        return []  # ping, and event types added after this was written
+
+    def finish(self) -> list[StreamEvent]:
+        # Blocks a cut-off stream left open keep their details; a tool call keeps the
+        # arguments that arrived, and is not completed.
+        return self._close_all(complete=False)
+
+    def _index(self, payload: JsonObject) -> int:
+        index = payload.get("index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+        return self._current
+
+    def _start(self, payload: JsonObject) -> list[StreamEvent]:
+        index = self._index(payload)
+        events: list[StreamEvent] = []
+        previous = self._blocks.pop(index, None)
+        if previous is not None:
+            events += self._close(index, previous)
+        self._current = index
+        block = obj(payload.get("content_block"))
+        kind = string(block.get("type"))
+        state = _Block(kind, block)
+        self._blocks[index] = state
+        if kind == "text":
+            text = string(block.get("text"))
+            if text:
+                events.append(TextDelta(text))
+        elif kind == "thinking":
+            events += self._thinking(state, string(block.get("thinking")))
+        elif kind == "redacted_thinking":
+            self.acc.add_detail(_detail("redacted_thinking", "data", string(block.get("data"))))
+            del self._blocks[index]
+        elif kind == "tool_use":
+            events.append(
+                ToolCallDelta(
+                    index,
+                    id=string(block.get("id")) or None,
+                    name=string(block.get("name")) or None,
+                )
+            )
+        elif kind == "fallback":
+            fallback = _fallback(block)
+            if fallback.to_model:
+                self.acc.model = fallback.to_model
+            events.append(FallbackSeam(fallback))
+        return events
+
+    def _delta(self, payload: JsonObject) -> list[StreamEvent]:
+        index = self._index(payload)
+        delta = obj(payload.get("delta"))
+        kind = delta.get("type")
+        block = self._blocks.get(index)
+        if kind == "text_delta":
+            text = string(delta.get("text"))
+            return [TextDelta(text)] if text else []
+        if kind == "thinking_delta":
+            if block is None:
+                block = self._blocks[index] = _Block("thinking", {})
+            return self._thinking(block, string(delta.get("thinking")))
+        if kind == "signature_delta" and block is not None:
+            signature = string(delta.get("signature"))
+            if signature is not None:
+                block.signature = (block.signature or "") + signature
+        elif kind == "input_json_delta" and block is not None and block.kind == "tool_use":
+            part = string(delta.get("partial_json"))
+            if part:
+                block.streamed = True
+                return [ToolCallDelta(index, arguments=part)]
+        # citations_delta: the cited text already arrived as text; server tools' input
+        # deltas ran on the server.
+        return []
+
+    def _thinking(self, block: _Block, text: str | None) -> list[StreamEvent]:
+        if not text:
+            return []
+        events: list[StreamEvent] = []
+        if not block.wrote and self._reasoning:
+            # A full response joins thinking blocks with a blank line.
+            events.append(ReasoningDelta("\n\n"))
+        block.wrote = True
+        self._reasoning = True
+        events.append(ReasoningDelta(text))
+        return events
+
+    def _close(self, index: int, block: _Block, complete: bool = True) -> list[StreamEvent]:
+        if block.kind == "thinking":
+            self.acc.add_detail(_detail("thinking", "signature", block.signature))
+        elif (
+            block.kind == "tool_use" and complete and not block.streamed and block.input is not None
+        ):
+            # No argument deltas: the start's input is the whole input, as in a full body.
+            return [ToolCallDelta(index, arguments=_json_text(block.input))]
+        return []
+
+    def _close_all(self, complete: bool = True) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for index in sorted(self._blocks):
+            events += self._close(index, self._blocks[index], complete)
+        self._blocks.clear()
+        return events
+
+    def _message_delta(self, payload: JsonObject) -> list[StreamEvent]:
+        delta = obj(payload.get("delta"))
+        events: list[StreamEvent] = []
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            events.append(UsageUpdate(_usage(usage)))
+        stop = _stop_details(delta.get("stop_details"))
+        raw_value = delta.get("stop_reason")
+        if raw_value is not None:
+            raw = string(raw_value)
+            finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else None
+            # Blocks the stream never closed (a stop in the middle of a tool's input) end here.
+            events = self._close_all() + events
+            if self._pending_stop is not None:
+                # Details that came ahead of the stop reason: earlier values win.
+                stop = _keep_first(self._pending_stop, stop)
+                self._pending_stop = None
+            events.append(Verdict(finish or FinishReason.ERROR, raw, stop))
+        elif stop is not None:
+            current = self.acc.verdict
+            if current is not None:
+                # The accumulator merges them into the verdict's details; a null erases nothing.
+                events.append(Verdict(current.finish_reason, current.raw_finish_reason, stop))
+            else:
+                self._pending_stop = _keep_first(self._pending_stop, stop)
+        return events
+
+    def _error(self, payload: JsonObject) -> list[StreamEvent]:
+        error = parse_error(payload, None, self.acc.provider or "anthropic").error
+        if error is None:  # pragma: no cover - parse_error always classifies
+            return [StreamError("the stream reported an error")]
+        message = error.message or f"the stream reported an error ({error.code or 'unknown'})"
+        events: list[StreamEvent] = [StreamError(message, error)]
+        current = self.acc.verdict
+        if current is None or current.finish_reason not in _TERMINAL:
+            # The error decides the response: give it the facts an error body gives.
+            finish = (
+                FinishReason.CONTENT_FILTER
+                if error.kind is ErrorKind.POLICY
+                else FinishReason.ERROR
+            )
+            stop = StopDetails(explanation=error.message) if error.message else None
+            events.append(Verdict(finish, error.code, stop))
+        return events
+
+
+def _keep_first(first: StopDetails | None, later: StopDetails | None) -> StopDetails | None:
+    """`first`, with the fields it lacks taken from `later`."""
+    if first is None or later is None:
+        return first or later
+    values = {}
+    for item in fields(StopDetails):
+        value = getattr(first, item.name)
+        values[item.name] = value if value not in (None, ()) else getattr(later, item.name)
+    return StopDetails(**values)

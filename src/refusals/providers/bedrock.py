@@ -1,7 +1,8 @@
-"""Amazon Bedrock Converse API: full responses and HTTP error bodies.
+"""Amazon Bedrock Converse API: full responses, ConverseStream streams and HTTP error bodies.
 
 Documentation:
 - Converse: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html
+- ConverseStream: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html
 - Guardrail trace: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_GuardrailTraceAssessment.html
 - Guardrail assessment: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_GuardrailAssessment.html
 - Guardrails with Converse: https://docs.aws.amazon.com/bedrock/latest/userguide/guardrails-use-converse-api.html
@@ -18,6 +19,14 @@ Error bodies are `{"message": "..."}` with the exception name in the `x-amzn-Err
 header; an `__type` or `type` field in the body, or a botocore `{"Error": {"Code": ...}}`
 dump, names it too. A bare `{"message": ...}` fits many APIs, so shape detection claims
 only bodies that name a Bedrock exception.
+
+A ConverseStream stream (`StreamDecoder`) is AWS event-stream framing whose `:event-type`
+header names each event (`messageStart`, `contentBlockStart`, `contentBlockDelta`,
+`contentBlockStop`, `messageStop`, `metadata`); modelled exceptions arrive as
+`:message-type: exception` messages named by `:exception-type`. Recordings of one decoded
+event per line (`{"messageStop": {...}}`) name the event by their single key. The verdict
+comes with `messageStop`; the guardrail trace that explains it comes in the `metadata`
+event after it.
 """
 
 from __future__ import annotations
@@ -52,6 +61,16 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "converse"
 
@@ -200,21 +219,9 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
                 )
 
     raw = string(body.get("stopReason"))
-    finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
-    guardrail = obj(obj(body.get("trace")).get("guardrail"))
-    blocked = _blocked_categories(guardrail)
-    if blocked and finish in (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS):
-        # The trace shows a policy blocked the text: a filter stop whatever stopReason says.
-        finish = FinishReason.CONTENT_FILTER
-    if finish is FinishReason.CONTENT_FILTER:
-        categories = blocked or _reasoning_categories(guardrail)
-        stop = StopDetails(
-            category=categories[0] if categories else None,
-            explanation=string(guardrail.get("actionReason")),
-            categories=tuple(categories) if len(categories) > 1 else (),
-        )
-        if stop != StopDetails():
-            details.append(stop.to_detail())
+    finish, stop = _guardrail_outcome(_finish(raw), obj(obj(body.get("trace")).get("guardrail")))
+    if stop is not None:
+        details.append(stop.to_detail())
 
     content = "".join(texts) or None
     reasoning_text_all = "\n\n".join(thinking) or None
@@ -276,6 +283,34 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     error_obj = ProviderError(kind, status, name, message)
     stop = StopDetails(explanation=message) if message is not None else None
     return error_response(error_obj, provider=provider, api=API, stop=stop, request_id=request_id)
+
+
+def _finish(raw: str | None) -> FinishReason:
+    return STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+
+
+def _guardrail_outcome(
+    finish: FinishReason, guardrail: JsonObject
+) -> tuple[FinishReason, StopDetails | None]:
+    """The finish reason once the guardrail trace is read, and the stop details it gives.
+
+    A trace in which a policy blocked something is a filter stop whatever the stop reason
+    said (unless that was already an error or a pause); the blocked categories and the
+    `actionReason` become the stop details of a filter stop.
+    """
+    blocked = _blocked_categories(guardrail)
+    if blocked and finish in (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS):
+        # The trace shows a policy blocked the text: a filter stop whatever stopReason says.
+        finish = FinishReason.CONTENT_FILTER
+    if finish is not FinishReason.CONTENT_FILTER:
+        return finish, None
+    categories = blocked or _reasoning_categories(guardrail)
+    stop = StopDetails(
+        category=categories[0] if categories else None,
+        explanation=string(guardrail.get("actionReason")),
+        categories=tuple(categories) if len(categories) > 1 else (),
+    )
+    return finish, (None if stop == StopDetails() else stop)
 
 
 def _assessments(guardrail: JsonObject) -> Iterator[JsonObject]:
@@ -415,3 +450,257 @@ def _detail(kind: str, name: str, value: str | None) -> str:
 
 def _interrupted(finish: FinishReason) -> bool:
     return finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
+
+
+# --- streams ------------------------------------------------------------------------
+
+STREAM_EVENTS = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+"""ConverseStream event types (the `:event-type` header, or the key of a decoded event)."""
+
+_TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"bedrock"` when the first event of a stream is a ConverseStream event.
+
+    With a name (the event-stream `:event-type` or `:exception-type`), the name must be a
+    ConverseStream event with an object payload, or a known Bedrock exception. Without
+    one, the payload must be an object whose single key is such an event.
+    """
+    if name is not None:
+        if name in STREAM_EVENTS:
+            return "bedrock" if isinstance(payload, dict) else None
+        return "bedrock" if _known_exception(name) is not None else None
+    if not isinstance(payload, dict) or len(payload) != 1:
+        return None
+    ((key, value),) = payload.items()
+    if key in STREAM_EVENTS and isinstance(value, dict):
+        return "bedrock"
+    if _known_exception(key) is not None:
+        return "bedrock"
+    return None
+
+
+class _Block:
+    """What the decoder keeps about one open content block (never its text)."""
+
+    __slots__ = ("kind", "redacted", "signature", "streamed", "thinking", "wrote")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.thinking = False  # reasoning text or a signature arrived
+        self.signature: str | None = None
+        self.redacted: str | None = None
+        self.streamed = False  # a tool's input arrived as deltas
+        self.wrote = False  # reasoning text was emitted
+
+
+class StreamDecoder(WireDecoder):
+    """Decoder of a ConverseStream stream, one wire event at a time.
+
+    - Text deltas become text; `toolUse` starts and input deltas become tool-call deltas;
+      `reasoningContent` deltas become reasoning, and their signature or redacted content
+      become reasoning details when the block stops, as in a full response.
+    - `messageStop` carries the verdict (`guardrail_intervened` and `content_filtered` are
+      content-filter stops) and is emitted right there.
+    - The `metadata` event after it carries usage and, with tracing on, the guardrail
+      trace: the blocked categories and `actionReason` are merged into the verdict's stop
+      details by a second verdict with the same finish reason. A blocked policy in the
+      trace turns an ordinary stop into a filter stop, as `parse_response` does.
+    - Modelled exceptions (`throttlingException`, `modelStreamErrorException`,
+      `validationException`, ...) are stream errors classified by `parse_error`: a
+      validation error that says a filter blocked the request is a content filter.
+
+    Completeness: the stream is complete at the `metadata` event that follows
+    `messageStop`. Bedrock always sends that event, but the wait for it is bounded by the
+    end of the stream: a stream that ends right after `messageStop` is complete too,
+    because `messageStop` already carries the verdict and `metadata` only adds usage and
+    the trace (a guardrail stop without it has a notice without categories). A stream
+    that ends before `messageStop` is incomplete.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._blocks: dict[int, _Block] = {}
+        self._reasoning = False  # some reasoning text was emitted
+        self._stop: tuple[FinishReason, str | None] | None = None
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if name is None:
+            found = _wrapped_event(payload)
+            if found is None:
+                if isinstance(payload, dict):
+                    return []  # an event type added after this was written
+                return [StreamError("a stream event is not a JSON object")]
+            name, payload = found
+        if _is_exception(name):
+            return self._exception(name, payload)
+        if not isinstance(payload, dict):
+            return [StreamError(f"the {name} stream event is not a JSON object")]
+        if name == "contentBlockDelta":
+            return self._delta(payload)
+        if name == "contentBlockStart":
+            return self._start(payload)
+        if name == "contentBlockStop":
+            index = _block_index(payload)
+            block = self._blocks.pop(index, None)
+            return self._close(index, block) if block is not None else []
+        if name == "messageStop":
+            return self._message_stop(payload)
+        if name == "metadata":
+            return self._metadata(payload)
+        return []  # messageStart carries only the role
+
+    def finish(self) -> list[StreamEvent]:
+        # Blocks left open keep their details; a tool call is not completed.
+        events = self._close_all(complete=False)
+        if self._stop is not None:
+            # messageStop came but no metadata: the stream is complete all the same.
+            self.done = True
+        return events
+
+    def _start(self, payload: JsonObject) -> list[StreamEvent]:
+        index = _block_index(payload)
+        tool = obj(payload.get("start")).get("toolUse")
+        if not isinstance(tool, dict):
+            return []
+        self._blocks[index] = _Block("tool")
+        return [
+            ToolCallDelta(
+                index,
+                id=string(tool.get("toolUseId")) or None,
+                name=string(tool.get("name")) or None,
+            )
+        ]
+
+    def _delta(self, payload: JsonObject) -> list[StreamEvent]:
+        index = _block_index(payload)
+        delta = obj(payload.get("delta"))
+        events: list[StreamEvent] = []
+        text = string(delta.get("text"))
+        if text:
+            events.append(TextDelta(text))
+        tool = delta.get("toolUse")
+        if isinstance(tool, dict):
+            block = self._blocks.setdefault(index, _Block("tool"))
+            part = string(tool.get("input"))
+            if part:
+                block.streamed = True
+                events.append(ToolCallDelta(index, arguments=part))
+        reasoning = delta.get("reasoningContent")
+        if isinstance(reasoning, dict):
+            block = self._blocks.setdefault(index, _Block("reasoning"))
+            thought = string(reasoning.get("text"))
+            if thought is not None:
+                block.thinking = True
+                if thought:
+                    if not block.wrote and self._reasoning:
+                        # A full response joins reasoning blocks with a blank line.
+                        events.append(ReasoningDelta("\n\n"))
+                    block.wrote = self._reasoning = True
+                    events.append(ReasoningDelta(thought))
+            signature = string(reasoning.get("signature"))
+            if signature is not None:
+                block.thinking = True
+                block.signature = (block.signature or "") + signature
+            redacted = _base64(reasoning.get("redactedContent"))
+            if redacted is not None:
+                block.redacted = (block.redacted or "") + redacted
+        # citation deltas: the cited text arrives as text.
+        return events
+
+    def _close(self, index: int, block: _Block, complete: bool = True) -> list[StreamEvent]:
+        if block.thinking:
+            self.acc.add_detail(_detail("thinking", "signature", block.signature))
+        if block.redacted is not None:
+            self.acc.add_detail(_detail("redacted_thinking", "data", block.redacted))
+        if block.kind == "tool" and complete and not block.streamed:
+            # No input deltas: an empty input, which a full response gives as {}.
+            return [ToolCallDelta(index, arguments="{}")]
+        return []
+
+    def _close_all(self, complete: bool = True) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for index in sorted(self._blocks):
+            events += self._close(index, self._blocks[index], complete)
+        self._blocks.clear()
+        return events
+
+    def _message_stop(self, payload: JsonObject) -> list[StreamEvent]:
+        raw = string(payload.get("stopReason"))
+        finish = _finish(raw)
+        self._stop = (finish, raw)
+        return [*self._close_all(), Verdict(finish, raw)]
+
+    def _metadata(self, payload: JsonObject) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            events.append(UsageUpdate(_usage(usage)))
+        guardrail = obj(obj(payload.get("trace")).get("guardrail"))
+        if self._stop is not None:
+            finish, raw = self._stop
+            outcome, stop = _guardrail_outcome(finish, guardrail)
+            if outcome is not finish or stop is not None:
+                events.append(Verdict(outcome, raw, stop))
+            self.done = True
+        elif guardrail:
+            # A trace before any messageStop (out of order): a blocked policy still says
+            # a filter stopped the response.
+            outcome, stop = _guardrail_outcome(FinishReason.STOP, guardrail)
+            if outcome is FinishReason.CONTENT_FILTER:
+                events.append(Verdict(outcome, None, stop))
+        return events
+
+    def _exception(self, name: str, payload: Any) -> list[StreamEvent]:
+        body: JsonObject = dict(payload) if isinstance(payload, dict) else {}
+        if isinstance(payload, str):
+            body["message"] = payload
+        body["__type"] = name
+        error = parse_error(body, None, self.acc.provider or "bedrock").error
+        if error is None:  # pragma: no cover - parse_error always classifies
+            return [StreamError(f"the stream reported {name}")]
+        message = error.message or f"the stream reported {error.code or name}"
+        events: list[StreamEvent] = [StreamError(message, error)]
+        current = self.acc.verdict
+        if current is None or current.finish_reason not in _TERMINAL:
+            # The exception decides the response: give it the facts an error body gives.
+            finish = (
+                FinishReason.CONTENT_FILTER
+                if error.kind is ErrorKind.POLICY
+                else FinishReason.ERROR
+            )
+            stop = StopDetails(explanation=error.message) if error.message else None
+            events.append(Verdict(finish, error.code, stop))
+        return events
+
+
+def _is_exception(name: str) -> bool:
+    return name.lower().endswith("exception")
+
+
+def _wrapped_event(payload: Any) -> tuple[str, Any] | None:
+    """The event name and body of a decoded event `{"<eventName>": {...}}`."""
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            if key in STREAM_EVENTS or _is_exception(key):
+                return key, value
+    return None
+
+
+def _block_index(payload: JsonObject) -> int:
+    index = payload.get("contentBlockIndex")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    return 0
