@@ -153,7 +153,14 @@ class StreamDecoder:
                 if self._binary is None:
                     self._binary = EventStreamParser()
                 for message in self._binary.feed(chunk):
-                    events += self._dispatch(message.event_type, message.payload)
+                    if message.message_type == "error":
+                        # A service error outside the modelled exceptions: it ends the
+                        # stream, and only its headers say what happened.
+                        code = message.headers.get(":error-code", "UnknownError")
+                        text = message.headers.get(":error-message", "")
+                        events += self._error(f"{code}: {text}".rstrip(": "), ErrorKind.TRANSIENT)
+                    else:
+                        events += self._dispatch(message.event_type, message.payload)
             else:
                 self._lines += chunk
                 *lines, self._lines = self._lines.split(b"\n")
@@ -192,8 +199,10 @@ class StreamDecoder:
                 return _new(module, found)
         return None
 
-    def _error(self, message: str) -> list[StreamEvent]:
-        error = StreamError(message, ProviderError(ErrorKind.INVALID_REQUEST, message=message))
+    def _error(
+        self, message: str, kind: ErrorKind = ErrorKind.INVALID_REQUEST
+    ) -> list[StreamEvent]:
+        error = StreamError(message, ProviderError(kind, message=message))
         if self._wire is not None:
             self._wire.acc.apply(error, self._wire.acc.events_seen)
         else:

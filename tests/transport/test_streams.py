@@ -1,0 +1,77 @@
+"""The stream entry point: framing recognised from the first bytes, errors that say what."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from refusals import FinishReason, NormalizeError, StreamDecoder, StreamError, decode_stream
+from refusals.transport.framing import encode_event_stream
+from refusals.transport.streams import sniff_framing
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def test_framing_is_recognised_from_the_first_bytes() -> None:
+    assert sniff_framing(b"event: message_start\n") == "sse"
+    assert sniff_framing(b"data: {}\n") == "sse"
+    assert sniff_framing(b'{"messageStart":{}}\n') == "json-lines"
+    assert sniff_framing(encode_event_stream({":event-type": "messageStart"}, b"{}")) == (
+        "event-stream"
+    )
+
+
+def test_a_stream_fed_one_byte_at_a_time_recognises_its_framing() -> None:
+    raw = (FIXTURES / "anthropic" / "stream-refusal-cyber.sse").read_bytes()
+    decoder = StreamDecoder()
+    for byte in raw:
+        decoder.feed(bytes([byte]))
+    decoder.close()
+    assert decoder.response.finish_reason is FinishReason.REFUSAL
+    assert decoder.provider == "anthropic"
+    assert decoder.framing == "sse"
+
+
+def test_an_empty_stream_is_an_error_that_says_so() -> None:
+    response, decoder = decode_stream(b"")
+    assert response.finish_reason is FinishReason.ERROR
+    assert decoder.events_seen == 0
+    assert response.error is not None
+    assert response.error.message is not None
+    assert "no events" in response.error.message
+
+
+def test_a_stream_of_no_known_provider_is_an_error_naming_what_was_expected() -> None:
+    response, decoder = decode_stream(b'data: {"hello": 1}\n\n')
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None
+    assert "no known provider format" in (response.error.message or "")
+    assert decoder.events_seen == 0
+
+
+def test_an_unknown_provider_name_is_rejected() -> None:
+    with pytest.raises(NormalizeError, match="unknown provider 'nope'"):
+        StreamDecoder("nope")
+
+
+def test_an_event_stream_service_error_message_ends_the_stream_as_an_error() -> None:
+    raw = encode_event_stream(
+        {":event-type": "messageStart", ":message-type": "event"}, b'{"role":"assistant"}'
+    ) + encode_event_stream(
+        {
+            ":message-type": "error",
+            ":error-code": "InternalFailure",
+            ":error-message": "try later",
+        },
+        b"",
+    )
+    decoder = StreamDecoder()
+    events = decoder.feed(raw)
+    assert StreamError in {type(event) for event in events}
+    decoder.close()
+    response = decoder.response
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None
+    assert response.error.message == "InternalFailure: try later"
+    assert response.error.retryable
