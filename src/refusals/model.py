@@ -89,7 +89,9 @@ class ToolCall:
     arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+# StopDetails and Fallback are values, but not frozen: a frozen dataclass's __init__ sets
+# each field through object.__setattr__, which doubles the cost of every normalize call.
+@dataclass(slots=True)
 class StopDetails:
     """Why the provider stopped, as it said so (category, explanation, fallback hints)."""
 
@@ -100,25 +102,36 @@ class StopDetails:
     fallback_has_prefill_claim: bool | None = None
     categories: tuple[str, ...] = ()
 
+    def is_empty(self) -> bool:
+        """Whether the provider said nothing at all."""
+        return (
+            self.category is None
+            and self.explanation is None
+            and self.recommended_model is None
+            and self.fallback_credit_token is None
+            and self.fallback_has_prefill_claim is None
+            and not self.categories
+        )
+
     def to_detail(self) -> str:
         """The `reasoning_details` entry that carries these facts."""
         obj: JsonObject = {"type": "stop_details"}
-        for name in (
-            "category",
-            "explanation",
-            "recommended_model",
-            "fallback_credit_token",
-            "fallback_has_prefill_claim",
-        ):
-            value = getattr(self, name)
-            if value is not None:
-                obj[name] = value
+        if self.category is not None:
+            obj["category"] = self.category
+        if self.explanation is not None:
+            obj["explanation"] = self.explanation
+        if self.recommended_model is not None:
+            obj["recommended_model"] = self.recommended_model
+        if self.fallback_credit_token is not None:
+            obj["fallback_credit_token"] = self.fallback_credit_token
+        if self.fallback_has_prefill_claim is not None:
+            obj["fallback_has_prefill_claim"] = self.fallback_has_prefill_claim
         if self.categories:
             obj["categories"] = list(self.categories)
         return orjson.dumps(obj).decode()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fallback:
     """A server-side fallback: `from_model` declined and `to_model` was asked instead."""
 

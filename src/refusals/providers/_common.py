@@ -34,9 +34,8 @@ def string(value: Any) -> str | None:
 
 def integer(value: Any) -> int:
     """A token count: `value` when it is a non-negative integer, else 0."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return 0
-    return max(value, 0)
+    # type() rather than isinstance: a JSON boolean is an int subclass, and not a count.
+    return value if type(value) is int and value > 0 else 0
 
 
 def require_object(payload: Any, what: str) -> JsonObject:

@@ -248,7 +248,7 @@ def _stop_details(value: Any) -> StopDetails | None:
         fallback_credit_token=string(value.get("fallback_credit_token")),
         fallback_has_prefill_claim=prefill if isinstance(prefill, bool) else None,
     )
-    return None if stop == StopDetails() else stop
+    return None if stop.is_empty() else stop
 
 
 def _json_text(value: Any) -> str:

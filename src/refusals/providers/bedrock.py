@@ -310,7 +310,7 @@ def _guardrail_outcome(
         explanation=string(guardrail.get("actionReason")),
         categories=tuple(categories) if len(categories) > 1 else (),
     )
-    return finish, (None if stop == StopDetails() else stop)
+    return finish, (None if stop.is_empty() else stop)
 
 
 def _assessments(guardrail: JsonObject) -> Iterator[JsonObject]:
