@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions, and every vendor that speaks it: full responses and error bodies.
+"""OpenAI Chat Completions, and every vendor that speaks it: responses, streams and errors.
 
 One wire format, many dialects. Where each one says "blocked" or "declined":
 
@@ -19,18 +19,26 @@ One wire format, many dialects. Where each one says "blocked" or "declined":
   "Content Exists Risk" error. xAI: a 403 `SAFETY_CHECK_TYPE_*` body. Groq (`x_groq`),
   Mistral (`{"object": "error"}` bodies) and Ollama's `/v1` endpoint speak it plainly.
 
+Streams (`detect_stream`, `StreamDecoder`) read each chunk the way `parse_response` reads
+a message, so that a stream and its full response agree; see `StreamDecoder` for where a
+stream says things a full response does not (Azure's asynchronous filter, errors after a
+finish, the end of a stream).
+
 This module is also the fallback for error bodies of no known shape (provider
 `"unknown"`) and for error text that is not JSON: the HTTP status classifies those.
 
 Documentation:
 
 - https://platform.openai.com/docs/api-reference/chat/object
+- https://platform.openai.com/docs/api-reference/chat-streaming
 - https://platform.openai.com/docs/guides/structured-outputs#refusals
 - https://platform.openai.com/docs/guides/error-codes
 - https://learn.microsoft.com/azure/ai-foundry/openai/concepts/content-filter
 - https://learn.microsoft.com/azure/ai-foundry/openai/concepts/content-filter-annotations
+- https://learn.microsoft.com/azure/ai-foundry/openai/concepts/content-streaming
 - https://openrouter.ai/docs/api/reference/errors-and-debugging
 - https://openrouter.ai/docs/api/reference/overview (`native_finish_reason`)
+- https://openrouter.ai/docs/api/reference/streaming (comments, errors during streaming)
 - https://api-docs.deepseek.com/quick_start/error_codes
 - https://api-docs.deepseek.com/api/create-chat-completion (`finish_reason` values)
 - https://docs.x.ai/developers/debugging (status codes; the body is `{"code", "error"}`)
@@ -56,6 +64,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    decode_detail,
+    detail_type,
 )
 from refusals.providers._common import (
     JsonObject,
@@ -69,6 +79,17 @@ from refusals.providers._common import (
     string,
 )
 from refusals.refusal import truncate_within
+from refusals.stream import (
+    ReasoningDelta,
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 
 API = "chat.completions"
 
@@ -201,7 +222,7 @@ def detect_provider(body: JsonObject) -> str | None:
     """The vendor of a Chat Completions response or error body; None for other shapes."""
     if isinstance(body.get("choices"), list):
         return _response_provider(body)
-    if "prompt_filter_results" in body:
+    if "prompt_filter_results" in body or "prompt_annotations" in body:
         return "azure"
     if is_error(body):
         return _error_provider(body)
@@ -223,7 +244,11 @@ def is_error(body: JsonObject) -> bool:
 
 def _response_provider(body: JsonObject) -> str:
     choices = [obj(choice) for choice in arr(body.get("choices"))]
-    if "prompt_filter_results" in body or any("content_filter_results" in c for c in choices):
+    if (
+        "prompt_filter_results" in body
+        or "prompt_annotations" in body
+        or any("content_filter_results" in c for c in choices)
+    ):
         return "azure"
     if isinstance(body.get("provider"), str) or any("native_finish_reason" in c for c in choices):
         return "openrouter"
@@ -274,7 +299,9 @@ def _error_provider(body: JsonObject) -> str | None:
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     """A full (non-streaming) Chat Completions body as an `LLMResponse`."""
     body = require_object(body, "a Chat Completions response")
-    if not any(key in body for key in ("choices", "prompt_filter_results", "error")):
+    if not any(
+        key in body for key in ("choices", "prompt_filter_results", "prompt_annotations", "error")
+    ):
         raise NormalizeError(
             "expected a Chat Completions response with `choices`, got an object with keys: "
             + (", ".join(list(body)[:8]) or "none")
@@ -440,9 +467,15 @@ class ModerationSignals:
 
 
 def azure_filter_signals(body: JsonObject, choice: JsonObject) -> FilterSignals:
-    """Azure `prompt_filter_results` and the choice's `content_filter_results`."""
+    """Azure `prompt_filter_results` and the choice's `content_filter_results`.
+
+    Earlier (preview) API versions name the prompt results `prompt_annotations`.
+    """
     signals = FilterSignals()
-    for entry in arr(body.get("prompt_filter_results")):
+    prompt = body.get("prompt_filter_results")
+    if prompt is None:
+        prompt = body.get("prompt_annotations")
+    for entry in arr(prompt):
         item = obj(entry)
         extra: JsonObject = {"source": "prompt"}
         index = item.get("prompt_index")
@@ -870,3 +903,375 @@ def json_text(value: Any) -> str:
 
 def _dump(detail: JsonObject) -> str:
     return orjson.dumps(detail).decode()
+
+
+# ---------------------------------------------------------------------------------------
+# Streams
+
+_STREAM_EVENT_NAMES = (None, "message", "error")
+"""SSE event names of a Chat Completions stream: none at all; `message`, the SSE default,
+which some proxies write out; `error`, the name LM Studio and some gateways give an error."""
+
+_LEGACY_CALL = 2**31
+"""Tool-call index of a legacy `function_call`: after every `tool_calls` entry, where
+`parse_response` puts it."""
+
+_SEVERITY = {"safe": 0, "low": 1, "medium": 2, "high": 3}
+
+_CUT_SHORT = (FinishReason.LENGTH, FinishReason.PAUSE)
+"""Finish reasons that an error reported after them does not turn into an error (as in
+`parse_response`): the output was cut short and the error says why."""
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """The vendor when the first event of a stream is a Chat Completions chunk.
+
+    A chunk has `choices` (Azure's first chunk has none but `prompt_filter_results`) or
+    `object: "chat.completion.chunk"`; the vendor is read from it as from a full response.
+    A stream may also open with an error body (OpenAI, Azure, OpenRouter, Mistral, xAI
+    shapes; not Ollama's native `{"error": "..."}` nor a typed `error` event of another
+    format).
+    """
+    if name not in _STREAM_EVENT_NAMES or not isinstance(payload, dict):
+        return None
+    if isinstance(payload.get("choices"), list) or payload.get("object") == "chat.completion.chunk":
+        return _response_provider(payload)
+    if "prompt_filter_results" in payload or "prompt_annotations" in payload:
+        return "azure"
+    if is_error(payload):
+        return _error_provider(payload)
+    return None
+
+
+class StreamDecoder(WireDecoder):
+    """Decoder of a Chat Completions stream (OpenAI and every compatible vendor).
+
+    Each chunk's first choice (`index` 0) is read like `parse_response` reads a message, so
+    that the stream and the full response agree:
+
+    - `delta.content` is text (a list of parts too: Mistral `thinking` parts are
+      reasoning); `delta.reasoning_content` / `reasoning` / `reasoning_details` reasoning;
+      `delta.tool_calls` pieces (by `index`, else by `id`) and the legacy
+      `delta.function_call` are tool calls.
+    - The first non-blank `delta.refusal` is the verdict: a refusal, from that chunk on,
+      whatever `finish_reason` ("stop") follows; the raw finish reason is kept as given.
+      Refusal text that follows answer text is appended to the text after a blank line,
+      and becomes the explanation, as `parse_response` does with a message that has both.
+    - `finish_reason` (OpenRouter's `native_finish_reason` is the raw value) is the
+      verdict of its chunk; an unknown value is an error, never a stop.
+    - Azure: the prompt results of the first chunk and the `content_filter_results` of
+      every chunk are gathered; the first category marked `filtered: true`, or a
+      `content_filter` finish, makes the stream a content-filter stop on that chunk. In the
+      asynchronous filter mode (chunks with `content_filter_offsets`) annotations follow
+      the text they judge and can follow the model's `stop`: a later flagged annotation
+      still turns the stream into a content-filter stop.
+    - OpenAI `moderation` chunks are recorded; only a moderation result that says it
+      blocked is a content-filter stop (see `moderation_signals`).
+    - A chunk that is an error body (no `choices`) is read like an HTTP error body
+      (`parse_error`): a policy error mid-stream is a content filter. An `error` inside a
+      chunk with `choices` (OpenRouter) is read like an error inside a 200 body: a policy
+      error blocks; any other error turns a `stop` or `tool_calls` finish (or none) into
+      an error, but not a `length` finish that it follows, which it only explains.
+      OpenRouter's recorded "Token limit reached" after `finish_reason: "length"` is
+      therefore a length stop, as the same body read whole is.
+    - The stream ends with `[DONE]` (the driver sees it). Every vendor sends it, but
+      recordings (one JSON chunk per line) drop it, so a stream that ends after its
+      choice's `finish_reason` is complete too; except under Azure's asynchronous filter,
+      whose verdict may still follow the finish: there only `[DONE]` completes it.
+      A stream that ends before either is incomplete (an error, unless a refusal or a
+      filter was already seen).
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._raw: str | None = None
+        self._finish: FinishReason | None = None
+        self._text = False
+        self._refusal: list[str] = []
+        self._blank_refusal = ""
+        self._refusal_in_text = False
+        self._refusal_stop_sent = False
+        self._categories: list[str] = []
+        self._filter_complete = False
+        self._async_filter = False
+        self._completion_results: JsonObject = {}
+        self._prompt_details: list[Detail] = []
+        self._moderation_details: list[Detail] = []
+        self._tool_ids: dict[str, int] = {}
+        self._tool_names: dict[int, str] = {}
+        self._last_tool: int | None = None
+        self._max_tool = -1
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError("a Chat Completions stream event is not a JSON object")]
+        model = nonblank(payload.get("model"))
+        if model is not None:
+            self.acc.model = model
+        request_id = nonblank(payload.get("id"))
+        if request_id is not None:
+            self.acc.request_id = request_id
+        if is_error(payload) or (name == "error" and "choices" not in payload):
+            return self._error_body(payload)
+        events: list[StreamEvent] = []
+        self._prompt_filters(payload, events)
+        for choice in arr(payload.get("choices")):
+            if not isinstance(choice, dict):
+                continue
+            index = choice.get("index")
+            if isinstance(index, int) and not isinstance(index, bool) and index != 0:
+                continue  # n > 1: the other choices are not the response (as in parse_response)
+            self._choice(choice, events)
+            break
+        usage = payload.get("usage")
+        if not isinstance(usage, dict):
+            usage = obj(payload.get("x_groq")).get("usage")  # Groq's last chunk
+        if isinstance(usage, dict):
+            events.append(UsageUpdate(_usage(usage)))
+        if payload.get("moderation") is not None:
+            signals = moderation_signals(payload.get("moderation"))
+            self._moderation_details.extend(signals.details)
+            if self._flag(signals.blocked):
+                events += self._filter_verdict(complete=False)
+        error = payload.get("error")
+        if (isinstance(error, dict) and error) or (isinstance(error, str) and error.strip()):
+            events += self._in_body_error(error)
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        stop = self._refusal_stop()
+        if stop is not None:
+            events.append(Verdict(FinishReason.REFUSAL, self._raw, stop))
+        if len(self._categories) > 1 and not self._filter_complete:
+            events += self._filter_verdict(complete=True)
+        # Details in the order parse_response gives them: prompt, completion, moderation.
+        for detail in self._prompt_details:
+            self.acc.add_detail(_detail_text(detail))
+        if self._completion_results:
+            signals = FilterSignals()
+            _add_azure_results(signals, self._completion_results, {"source": "completion"})
+            for detail in signals.details:
+                self.acc.add_detail(_detail_text(detail))
+        for detail in self._moderation_details:
+            self.acc.add_detail(_detail_text(detail))
+        if self._finish is not None and not self._async_filter:
+            self.done = True
+        return events
+
+    # -- one chunk ---------------------------------------------------------------------
+
+    def _prompt_filters(self, payload: JsonObject, events: list[StreamEvent]) -> None:
+        entries = payload.get("prompt_filter_results")
+        if entries is None:
+            entries = payload.get("prompt_annotations")
+        if not isinstance(entries, list) or not entries:
+            return
+        signals = azure_filter_signals({"prompt_filter_results": entries}, {})
+        self._prompt_details.extend(signals.details)
+        if self._flag(signals.filtered):
+            events += self._filter_verdict(complete=False)
+
+    def _choice(self, choice: JsonObject, events: list[StreamEvent]) -> None:
+        delta = obj(choice.get("delta")) or obj(choice.get("message"))
+        if delta:
+            self._delta(delta, events)
+        if "content_filter_offsets" in choice:
+            self._async_filter = True
+        flagged = False
+        results = choice.get("content_filter_results")
+        if isinstance(results, dict) and results:
+            self._merge_results(results)
+            flagged = self._flag(azure_filtered_categories(results)[0])
+        raw = string(choice.get("finish_reason"))
+        if raw is None:
+            if flagged:
+                events += self._filter_verdict(complete=False)
+            return
+        native = string(choice.get("native_finish_reason"))
+        self._raw = native if native is not None else raw
+        self._finish = FINISH_REASONS.get(raw, FinishReason.ERROR)
+        if self._finish is FinishReason.CONTENT_FILTER or self._categories:
+            events += self._filter_verdict(complete=self._finish is FinishReason.CONTENT_FILTER)
+        elif self._refusal:
+            events.append(Verdict(FinishReason.REFUSAL, self._raw, self._refusal_stop()))
+        else:
+            events.append(Verdict(self._finish, self._raw))
+
+    def _delta(self, delta: JsonObject, events: list[StreamEvent]) -> None:
+        reasoning = None
+        for key in ("reasoning_content", "reasoning"):
+            reasoning = string(delta.get(key))
+            if reasoning:
+                break
+        if reasoning:
+            events.append(ReasoningDelta(reasoning))
+        else:
+            # OpenRouter also gives the reasoning as `reasoning_details` text entries.
+            for entry in arr(delta.get("reasoning_details")):
+                text = string(obj(entry).get("text"))
+                if text:
+                    events.append(ReasoningDelta(text))
+        text, thinking = _message_text(delta.get("content"))
+        events.extend(ReasoningDelta(piece) for piece in thinking)
+        if text:
+            self._text = True
+            events.append(TextDelta(text))
+        refusal = string(delta.get("refusal"))
+        if refusal:
+            self._refusal_piece(refusal, events)
+        for entry in arr(delta.get("tool_calls")):
+            call = obj(entry)
+            function = obj(call.get("function"))
+            custom = obj(call.get("custom"))
+            if function or not custom:
+                name, arguments = function.get("name"), function.get("arguments")
+            else:
+                name, arguments = custom.get("name"), custom.get("input")
+            index = self._tool_index(call)
+            events.append(self._tool_delta(index, string(call.get("id")), name, arguments))
+        legacy = obj(delta.get("function_call"))
+        if legacy:
+            events.append(
+                self._tool_delta(_LEGACY_CALL, None, legacy.get("name"), legacy.get("arguments"))
+            )
+
+    def _refusal_piece(self, piece: str, events: list[StreamEvent]) -> None:
+        if self._categories or self._finish is FinishReason.CONTENT_FILTER:
+            return  # a filter stop keeps the text only, as parse_response does
+        if not self._refusal:
+            piece = self._blank_refusal + piece
+            if not piece.strip():
+                self._blank_refusal = piece  # a blank refusal is none (parse_response)
+                return
+            self._blank_refusal = ""
+            self._refusal_in_text = self._text
+            self._refusal.append(piece)
+            events.append(TextDelta("\n\n" + piece) if self._text else RefusalDelta(piece))
+            events.append(Verdict(FinishReason.REFUSAL, self._raw))
+            return
+        self._refusal.append(piece)
+        events.append(TextDelta(piece) if self._refusal_in_text else RefusalDelta(piece))
+
+    def _refusal_stop(self) -> StopDetails | None:
+        """The explanation of a refusal that followed answer text, given once."""
+        if not self._refusal_in_text or self._refusal_stop_sent:
+            return None
+        self._refusal_stop_sent = True
+        return StopDetails(explanation="".join(self._refusal))
+
+    def _tool_index(self, call: JsonObject) -> int:
+        """The call a tool-call piece belongs to: its `index`, else its `id`, else the last."""
+        index = call.get("index")
+        call_id = string(call.get("id"))
+        if isinstance(index, int) and not isinstance(index, bool):
+            if call_id:
+                self._tool_ids.setdefault(call_id, index)
+        elif call_id:
+            known = self._tool_ids.get(call_id)
+            index = known if known is not None else self._max_tool + 1
+            self._tool_ids[call_id] = index
+        elif self._last_tool is not None:
+            index = self._last_tool
+        else:
+            index = self._max_tool + 1
+        self._last_tool = index
+        self._max_tool = max(self._max_tool, index)
+        return index
+
+    def _tool_delta(
+        self, index: int, call_id: str | None, name: Any, arguments: Any
+    ) -> ToolCallDelta:
+        # A name can come in pieces (local servers split it); one repeated whole is kept once.
+        piece = string(name) or ""
+        known = self._tool_names.get(index, "")
+        full = known if piece == known else known + piece
+        if full:
+            self._tool_names[index] = full
+        return ToolCallDelta(
+            index, id=call_id or None, name=full or None, arguments=json_text(arguments)
+        )
+
+    def _merge_results(self, results: JsonObject) -> None:
+        """Fold one chunk's `content_filter_results` into the whole completion's."""
+        merged = self._completion_results
+        for name, value in results.items():
+            if name == "error":
+                if obj(value) and "error" not in merged:
+                    merged[name] = value
+            elif name == "custom_blocklists":
+                if name not in merged or azure_filtered_categories({name: value})[0]:
+                    merged[name] = value
+            else:
+                item, seen = obj(value), obj(merged.get(name))
+                entry: JsonObject = dict(seen)
+                for flag in ("filtered", "detected"):
+                    if isinstance(item.get(flag), bool):
+                        entry[flag] = seen.get(flag) is True or item[flag]
+                severity = item.get("severity")
+                if isinstance(severity, str) and _SEVERITY.get(severity, 4) >= _SEVERITY.get(
+                    string(seen.get("severity")) or "", -1
+                ):
+                    entry["severity"] = severity
+                merged[name] = entry
+
+    def _flag(self, categories: list[str]) -> bool:
+        """Record filtered categories; True when one of them is new."""
+        new = [c for c in categories if c and c not in self._categories]
+        self._categories.extend(new)
+        return bool(new)
+
+    def _filter_verdict(self, *, complete: bool) -> list[StreamEvent]:
+        """The content-filter verdict, naming the categories filtered so far.
+
+        Until the filter's last word (`complete`), only the first category is given: the
+        accumulator keeps the first list it is given, and later annotations may add more.
+        """
+        if self._refusal:
+            return []  # a refusal came first and is final
+        if complete:
+            self._filter_complete = True
+            stop = stop_for(list(self._categories), None)
+        else:
+            stop = stop_for(self._categories[:1], None)
+        return [Verdict(FinishReason.CONTENT_FILTER, self._raw, stop)]
+
+    # -- errors ------------------------------------------------------------------------
+
+    def _error_body(self, payload: JsonObject) -> list[StreamEvent]:
+        """A chunk that is an error body: read as `parse_error` reads an HTTP error body."""
+        result = parse_error(payload, None, self.acc.provider or "openai")
+        keep_error_details(self, result)
+        error = result.error
+        message = (error.message if error is not None else None) or "the stream reported an error"
+        return [
+            Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details),
+            StreamError(message, error),
+        ]
+
+    def _in_body_error(self, error: Any) -> list[StreamEvent]:
+        """An `error` beside `choices`: read as `parse_response` reads one in a 200 body."""
+        if self._refusal or self._categories or self._finish is FinishReason.CONTENT_FILTER:
+            return []
+        verdict = classify_error({"error": error}, None)
+        message = verdict.error.message or "the stream reported an error"
+        if verdict.error.kind is ErrorKind.POLICY:
+            finish = FinishReason.REFUSAL if verdict.refusal else FinishReason.CONTENT_FILTER
+            return [Verdict(finish, self._raw, verdict.stop), StreamError(message, verdict.error)]
+        if self._finish in _CUT_SHORT:
+            return []
+        return [Verdict(FinishReason.ERROR, self._raw), StreamError(message, verdict.error)]
+
+
+def keep_error_details(decoder: WireDecoder, result: LLMResponse) -> None:
+    """Keep the details an error body's response has besides its stop details (which
+    travel in the verdict), e.g. Azure's filter results or OpenRouter's moderation facts."""
+    for detail in result.reasoning_details or ():
+        if detail_type(decode_detail(detail)) != "stop_details":
+            decoder.acc.add_detail(_detail_text(detail))
+
+
+def _detail_text(detail: Detail) -> str:
+    return detail if isinstance(detail, str) else _json(dict(detail))

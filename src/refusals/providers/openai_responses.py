@@ -1,4 +1,4 @@
-"""OpenAI Responses API (and Azure OpenAI's Responses): full response objects and errors.
+"""OpenAI Responses API (and Azure OpenAI's Responses): response objects, streams, errors.
 
 A Responses object (`"object": "response"`) says how it ended in `status`, not in a
 finish reason. Where it says "blocked" or "declined":
@@ -14,11 +14,13 @@ finish reason. Where it says "blocked" or "declined":
 The raw finish reason is the provider's own word for the ending: the incomplete reason,
 the failed `error.code`, or else the `status` itself (`completed`, `cancelled`, ...).
 HTTP error bodies have the same shape as Chat Completions ones and are classified by the
-same rules (`openai_chat.classify_error`).
+same rules (`openai_chat.classify_error`). A stream (`StreamDecoder`) ends with an event
+that carries the final Responses object, which `parse_response` reads.
 
 Documentation:
 
 - https://platform.openai.com/docs/api-reference/responses/object
+- https://platform.openai.com/docs/api-reference/responses-streaming
 - https://platform.openai.com/docs/guides/structured-outputs#refusals
 - https://platform.openai.com/docs/guides/error-codes
 - https://learn.microsoft.com/azure/ai-foundry/openai/how-to/responses
@@ -40,6 +42,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    decode_detail,
+    detail_type,
 )
 from refusals.providers._common import (
     JsonObject,
@@ -58,9 +62,21 @@ from refusals.providers.openai_chat import (
     clean_message,
     finish_error,
     json_text,
+    keep_error_details,
     moderation_signals,
     nonblank,
     stop_for,
+)
+from refusals.stream import (
+    ReasoningDelta,
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
 )
 
 API = "responses"
@@ -298,3 +314,284 @@ def _usage(usage: JsonObject) -> Usage:
         cache_read_tokens=integer(input_details.get("cached_tokens")),
         cache_creation_tokens=integer(input_details.get("cache_write_tokens")),
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Streams
+
+_TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_OPENING_EVENTS = frozenset({"response.created", "response.in_progress", "response.queued"})
+_ARGUMENT_DELTAS = frozenset(
+    {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
+)
+_ARGUMENT_DONE = frozenset(
+    {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
+)
+_REASONING_DELTAS = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`azure` or `openai-responses` when the first event of a stream is a Responses event.
+
+    The event's `type` starts with `response.` (and repeats the SSE event name, when there
+    is one), with a Responses object, if any, under `response`; `azure` when that object
+    has Azure's `content_filters` field (null while in progress). A stream may open with an
+    `error` event, which carries a `sequence_number` (Anthropic's error events have none).
+    """
+    if not isinstance(payload, dict):
+        return None
+    kind = string(payload.get("type"))
+    if kind is None or (name is not None and name != kind):
+        return None
+    if kind == "error":
+        number = payload.get("sequence_number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            return "openai-responses"
+        return None
+    if not kind.startswith("response."):
+        return None
+    response = payload.get("response")
+    if response is not None:
+        if not isinstance(response, dict) or response.get("object", "response") != "response":
+            return None  # e.g. the Realtime API's `response.*` events
+        if "content_filters" in response:
+            return "azure"
+    return "openai-responses"
+
+
+class StreamDecoder(WireDecoder):
+    """Decoder of a Responses event stream (OpenAI, and Azure OpenAI's Responses).
+
+    - `response.output_text.delta` is text (messages after the first start after a blank
+      line, as `parse_response` joins them); `response.reasoning_summary_text.delta` and
+      `response.reasoning_text.delta` are reasoning; `function_call` and
+      `custom_tool_call` items, with their argument deltas (or their `done` events when
+      no delta came), are tool calls, by `output_index`.
+    - The first non-blank `response.refusal.delta` is the verdict: a refusal from that
+      event on. Refusal text after answer text is appended to it after a blank line and is
+      the explanation, as `parse_response` does with a message holding both parts.
+    - The terminal events `response.completed`, `response.incomplete` and
+      `response.failed` carry the final Responses object, which is read by
+      `parse_response` itself: its verdict (status, incomplete reason, failed error code,
+      Azure's `content_filters`, moderation), usage and details. Output that never came as
+      deltas is taken from it.
+    - An `error` event is a `StreamError` classified by `parse_error`, with the verdict
+      that body gives (a policy error is a content filter); the stream then ends, usually
+      with `response.failed`.
+    - A stream that ends before a terminal event (or an `error`) is incomplete.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._text = False
+        self._text_part: tuple[Any, ...] | None = None
+        self._refusal: list[str] = []
+        self._refusal_part: tuple[Any, ...] | None = None
+        self._blank_refusal = ""
+        self._refusal_in_text = False
+        self._refusal_stop_sent = False
+        self._reasoning_part: tuple[Any, ...] | None = None
+        self._item_index: dict[str, int] = {}
+        self._tools_streamed: set[int] = set()
+        self._tool_calls = False
+        self._streamed = False
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if not isinstance(payload, dict):
+            return [StreamError("a Responses stream event is not a JSON object")]
+        kind = string(payload.get("type")) or name
+        if kind == "response.output_text.delta":
+            return self._text_delta(payload)
+        if kind == "response.refusal.delta":
+            return self._refusal_delta(payload)
+        if kind in _ARGUMENT_DELTAS:
+            return self._arguments(payload, string(payload.get("delta")), done=False)
+        if kind in _ARGUMENT_DONE:
+            key = "arguments" if "arguments" in payload else "input"
+            return self._arguments(payload, string(payload.get(key)), done=True)
+        if kind in _REASONING_DELTAS:
+            return self._reasoning_delta(payload)
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            return self._item(payload)
+        if kind in _OPENING_EVENTS:
+            self._meta(obj(payload.get("response")))
+            return []
+        if kind in _TERMINAL_EVENTS:
+            return self._terminal(kind, payload)
+        if kind == "error":
+            return self._error(payload)
+        return []  # part and item bookkeeping, annotations, and event types added later
+
+    def finish(self) -> list[StreamEvent]:
+        stop = self._refusal_stop()
+        return [Verdict(FinishReason.REFUSAL, None, stop)] if stop is not None else []
+
+    def _meta(self, response: JsonObject) -> None:
+        model = nonblank(response.get("model"))
+        if model is not None:
+            self.acc.model = model
+        request_id = nonblank(response.get("id"))
+        if request_id is not None:
+            self.acc.request_id = request_id
+
+    @staticmethod
+    def _part(payload: JsonObject, *keys: str) -> tuple[Any, ...]:
+        values = [payload.get("output_index", payload.get("item_id"))]
+        values += [payload.get(key) for key in keys]
+        return tuple(
+            v if isinstance(v, str | int) and not isinstance(v, bool) else None for v in values
+        )
+
+    def _text_delta(self, payload: JsonObject) -> list[StreamEvent]:
+        text = string(payload.get("delta"))
+        if not text:
+            return []
+        self._streamed = True
+        item = self._part(payload)
+        if self._text and item != self._text_part:
+            text = "\n\n" + text  # a new message: parse_response joins messages so
+        self._text_part = item
+        self._text = True
+        return [TextDelta(text)]
+
+    def _refusal_delta(self, payload: JsonObject) -> list[StreamEvent]:
+        piece = string(payload.get("delta"))
+        if not piece:
+            return []
+        self._streamed = True
+        part = self._part(payload, "content_index")
+        if not self._refusal:
+            piece = self._blank_refusal + piece
+            if not piece.strip():
+                self._blank_refusal = piece  # a blank refusal is none (parse_response)
+                return []
+            self._blank_refusal = ""
+            self._refusal_part = part
+            self._refusal_in_text = self._text
+            self._refusal.append(piece)
+            first: StreamEvent = TextDelta("\n\n" + piece) if self._text else RefusalDelta(piece)
+            return [first, Verdict(FinishReason.REFUSAL)]
+        if part != self._refusal_part:
+            piece = "\n\n" + piece  # refusal parts are joined so
+            self._refusal_part = part
+        self._refusal.append(piece)
+        return [TextDelta(piece) if self._refusal_in_text else RefusalDelta(piece)]
+
+    def _refusal_stop(self) -> StopDetails | None:
+        """The explanation of a refusal that followed answer text, given once."""
+        if not self._refusal_in_text or self._refusal_stop_sent:
+            return None
+        self._refusal_stop_sent = True
+        return StopDetails(explanation="".join(self._refusal))
+
+    def _reasoning_delta(self, payload: JsonObject) -> list[StreamEvent]:
+        text = string(payload.get("delta"))
+        if not text:
+            return []
+        part = self._part(payload, "summary_index", "content_index")
+        if self._reasoning_part is not None and part != self._reasoning_part:
+            text = "\n\n" + text
+        self._reasoning_part = part
+        return [ReasoningDelta(text)]
+
+    def _index(self, payload: JsonObject, item: JsonObject | None = None) -> int | None:
+        index = payload.get("output_index")
+        item_id = string(payload.get("item_id")) or string(obj(item).get("id"))
+        if isinstance(index, int) and not isinstance(index, bool):
+            if item_id:
+                self._item_index[item_id] = index
+            return index
+        return self._item_index.get(item_id) if item_id else None
+
+    def _item(self, payload: JsonObject) -> list[StreamEvent]:
+        item = obj(payload.get("item"))
+        if string(item.get("type")) not in _TOOL_CALL_ITEMS:
+            return []
+        index = self._index(payload, item)
+        if index is None:
+            return []
+        self._streamed = True
+        self._tool_calls = True
+        call = _tool_call(item)
+        arguments = ""
+        if call.arguments and index not in self._tools_streamed:
+            self._tools_streamed.add(index)
+            arguments = call.arguments
+        return [
+            ToolCallDelta(index, id=call.id or None, name=call.name or None, arguments=arguments)
+        ]
+
+    def _arguments(self, payload: JsonObject, text: str | None, *, done: bool) -> list[StreamEvent]:
+        index = self._index(payload)
+        if index is None or not text or (done and index in self._tools_streamed):
+            return []
+        self._streamed = True
+        self._tools_streamed.add(index)
+        return [ToolCallDelta(index, arguments=text)]
+
+    def _terminal(self, kind: str, payload: JsonObject) -> list[StreamEvent]:
+        self.done = True
+        response = obj(payload.get("response"))
+        if not isinstance(response.get("status"), str):
+            response = {**response, "status": kind.removeprefix("response.")}
+        self._meta(response)
+        try:
+            result = parse_response(response, self.acc.provider or "openai-responses")
+        except NormalizeError as exc:  # pragma: no cover - parse_response accepts any status
+            return [StreamError(str(exc))]
+        events: list[StreamEvent] = []
+        if not self._streamed:
+            events += _output_events(result)
+        if result.reasoning and self._reasoning_part is None:
+            events.append(ReasoningDelta(result.reasoning))
+        if isinstance(response.get("usage"), dict) and result.usage is not None:
+            events.append(UsageUpdate(result.usage))
+        for detail in result.reasoning_details or ():
+            if isinstance(detail, str) and detail_type(decode_detail(detail)) != "stop_details":
+                self.acc.add_detail(detail)
+        refusal_stop = self._refusal_stop()
+        if refusal_stop is not None:
+            events.append(Verdict(FinishReason.REFUSAL, result.raw_finish_reason, refusal_stop))
+        finish = result.finish_reason
+        if finish is FinishReason.STOP and self._tool_calls:
+            finish = FinishReason.TOOL_CALLS  # the calls came as events, not in the final output
+        events.append(Verdict(finish, result.raw_finish_reason, result.stop_details))
+        if result.error is not None:
+            message = result.error.message or f"the response {result.raw_finish_reason}"
+            events.append(StreamError(message, result.error))
+        return events
+
+    def _error(self, payload: JsonObject) -> list[StreamEvent]:
+        error = payload.get("error")
+        if not isinstance(error, dict | str):
+            # The documented shape: {"type": "error", "code", "message", "param"}.
+            error = {k: payload[k] for k in ("code", "message", "param") if k in payload}
+        result = parse_error({"error": error}, None, self.acc.provider or "openai-responses")
+        keep_error_details(self, result)
+        failure = result.error
+        message = (failure.message if failure is not None else None) or "the stream failed"
+        return [
+            Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details),
+            StreamError(message, failure),
+        ]
+
+
+def _output_events(result: LLMResponse) -> list[StreamEvent]:
+    """The output of a final Responses object whose stream sent none of it as deltas."""
+    events: list[StreamEvent] = []
+    if result.content:
+        plain_refusal = result.finish_reason is FinishReason.REFUSAL and (
+            result.stop_details is None or result.stop_details.explanation is None
+        )
+        events.append(RefusalDelta(result.content) if plain_refusal else TextDelta(result.content))
+    for index, call in enumerate(result.tool_calls):
+        events.append(
+            ToolCallDelta(
+                index, id=call.id or None, name=call.name or None, arguments=call.arguments
+            )
+        )
+    return events
