@@ -177,3 +177,52 @@ def test_terminal_control_sequences_from_the_provider_are_stripped(tmp_path: Pat
     assert b"\x1b" not in result.stdout
     assert b"\x07" not in result.stdout
     assert "help with that." in result.stdout.decode()
+
+
+RECORDED_STREAMS = sorted(
+    p
+    for pattern in ("*.sse", "*.chunks.txt")
+    for p in FIXTURES.rglob(pattern)
+    if "written" not in p.parts
+)
+
+
+@pytest.mark.parametrize("path", RECORDED_STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_recorded_stream_gets_a_verdict_and_the_event_that_carried_it(path: Path) -> None:
+    data = inspect_json(path)
+    assert set(data) == {*JSON_KEYS, "verdict_event"}
+    assert data["streamed"] is True
+    assert data["finish_reason"] in FINISH_REASONS
+    assert isinstance(data["verdict_event"], int)
+    assert data["provider"] is not None
+
+
+def test_a_streamed_refusal_names_the_event_that_carried_it() -> None:
+    data = inspect_json(FIXTURES / "anthropic" / "stream-refusal-cyber.sse")
+    assert data["finish_reason"] == "refusal"
+    assert data["category"] == "cyber"
+    assert data["verdict_event"] == 3  # message_delta, the fourth event
+    assert data["notice"] == (
+        "The model declined this request (category: cyber): this request was refused due to "
+        "policy. The request was not retried; rephrase it or switch models."
+    )
+
+
+def test_a_stream_from_standard_input_is_read_as_a_stream() -> None:
+    raw = (FIXTURES / "openai-chat" / "stream-refusal.sse").read_bytes()
+    result = run("--json", "-", stdin=raw)
+    assert result.returncode == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["streamed"] is True
+    assert data["finish_reason"] == "refusal"
+    assert data["verdict_event"] == 1
+
+
+def test_a_stream_of_no_known_format_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "stream.sse"
+    path.write_bytes(b'data: {"hello": 1}\n\n')
+    result = run(str(path))
+    assert result.returncode == 2
+    err = result.stderr.decode()
+    assert err.count("\n") == 1
+    assert "no known provider format" in err
