@@ -24,17 +24,19 @@ from refusals.model import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+# Events are made once per wire event, so they are plain slotted dataclasses (a frozen
+# one pays object.__setattr__ per field); treat them as values all the same.
+@dataclass(slots=True)
 class TextDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallDelta:
     """Part of a tool call; `id` and `name` arrive with its first delta."""
 
@@ -44,28 +46,28 @@ class ToolCallDelta:
     arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RefusalDelta:
     """Refusal text the model streams instead of an answer (OpenAI `refusal` fields)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FallbackSeam:
     """A server-side fallback took over: what follows comes from `fallback.to_model`."""
 
     fallback: Fallback
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UsageUpdate:
     """Token counts so far; a later update replaces the counts it carries."""
 
     usage: Usage
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
     """How the response ends, known from this event on.
 
@@ -78,7 +80,7 @@ class Verdict:
     stop_details: StopDetails | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamError:
     """The stream reported an error, or ended before its terminal event."""
 
@@ -303,7 +305,7 @@ class WireDecoder:
         """Decode one framed wire event: its SSE event name (or event-stream type) and data."""
         index = self.acc.events_seen
         self.acc.events_seen += 1
-        if isinstance(data, str) and data.strip() == "[DONE]":
+        if len(data) < 16 and data.strip() in ("[DONE]", b"[DONE]"):
             self.done = True
             return []
         try:

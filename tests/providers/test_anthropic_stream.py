@@ -76,7 +76,7 @@ def wire_events(raw: bytes) -> list[tuple[str | None, Any]]:
     return [(e.event, _json(e.data)) for e in [*parser.feed(raw), *parser.close()]]
 
 
-def _json(data: str) -> Any:
+def _json(data: str | bytes) -> Any:
     try:
         return json.loads(data)
     except json.JSONDecodeError:

@@ -758,7 +758,7 @@ def other_providers_events() -> list[tuple[str, str | None, Any]]:
             parser = SSEParser()
             pairs = [(e.event, e.data) for e in [*parser.feed(raw), *parser.close()]]
         else:
-            pairs = [(None, line.decode()) for line in raw.splitlines() if line.strip()]
+            pairs = [(None, line) for line in raw.splitlines() if line.strip()]
         for event_name, data in pairs:
             try:
                 payload = json.loads(data)

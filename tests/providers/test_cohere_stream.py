@@ -208,7 +208,7 @@ def first_event(path: Path) -> tuple[str | None, Any]:
         events = parser.feed(raw) + parser.close()
         name, data = events[0].event, events[0].data
     else:
-        name, data = None, raw.decode().splitlines()[0]
+        name, data = None, raw.splitlines()[0]
     try:
         return name, orjson.loads(data)
     except orjson.JSONDecodeError:

@@ -37,57 +37,57 @@ def parse(data: bytes, sizes: list[int] | None = None) -> list[SSEEvent]:
 
 def test_event_data_id_and_retry_fields_are_read() -> None:
     events = parse(b"event: ping\ndata: {}\nid: 7\nretry: 1500\n\n")
-    assert events == [SSEEvent(data="{}", event="ping", id="7", retry=1500)]
+    assert events == [SSEEvent(data=b"{}", event="ping", id="7", retry=1500)]
 
 
 def test_multi_line_data_is_joined_with_line_feeds() -> None:
     assert parse(b"data: first\ndata:second\ndata:  third\n\n") == [
-        SSEEvent(data="first\nsecond\n third")
+        SSEEvent(data=b"first\nsecond\n third")
     ]
 
 
 def test_comments_and_unknown_fields_are_ignored() -> None:
     data = b": OPENROUTER PROCESSING\n\nfoo: bar\ndata: x\n\n"
-    assert parse(data) == [SSEEvent(data="x")]
+    assert parse(data) == [SSEEvent(data=b"x")]
 
 
 @pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
 def test_cr_lf_and_crlf_line_ends_give_the_same_events(newline: bytes) -> None:
     raw = newline.join([b"event: a", b"data: 1", b"", b"data: 2", b"", b""])
-    assert parse(raw) == [SSEEvent(data="1", event="a"), SSEEvent(data="2")]
+    assert parse(raw) == [SSEEvent(data=b"1", event="a"), SSEEvent(data=b"2")]
 
 
 def test_a_crlf_split_between_chunks_is_one_line_end() -> None:
     raw = b"data: 1\r\n\r\ndata: 2\r\n\r\n"
     for cut in range(len(raw) + 1):
-        assert parse(raw, [cut]) == [SSEEvent(data="1"), SSEEvent(data="2")], cut
+        assert parse(raw, [cut]) == [SSEEvent(data=b"1"), SSEEvent(data=b"2")], cut
 
 
 def test_event_without_data_is_not_dispatched_and_type_resets() -> None:
-    assert parse(b"event: lonely\n\ndata: x\n\n") == [SSEEvent(data="x")]
+    assert parse(b"event: lonely\n\ndata: x\n\n") == [SSEEvent(data=b"x")]
 
 
 def test_field_without_colon_and_empty_data_line() -> None:
-    assert parse(b"data\n\n") == [SSEEvent(data="")]
+    assert parse(b"data\n\n") == [SSEEvent(data=b"")]
 
 
 def test_byte_order_mark_at_start_is_ignored() -> None:
-    assert parse(b"\xef\xbb\xbfdata: x\n\n") == [SSEEvent(data="x")]
+    assert parse(b"\xef\xbb\xbfdata: x\n\n") == [SSEEvent(data=b"x")]
 
 
 def test_retry_must_be_digits_and_id_with_nul_is_ignored() -> None:
     events = parse(b"retry: 1x\nid: a\x00b\ndata: x\n\n")
-    assert events == [SSEEvent(data="x")]
+    assert events == [SSEEvent(data=b"x")]
 
 
 def test_a_last_event_without_blank_line_is_flushed_on_close() -> None:
-    assert parse(b"event: message_stop\ndata: {}") == [SSEEvent(data="{}", event="message_stop")]
+    assert parse(b"event: message_stop\ndata: {}") == [SSEEvent(data=b"{}", event="message_stop")]
 
 
 def test_multibyte_characters_split_across_chunks_survive() -> None:
     raw = "data: héllo 😀\n\n".encode()
     for cut in range(len(raw) + 1):
-        assert parse(raw, [cut]) == [SSEEvent(data="héllo 😀")]
+        assert parse(raw, [cut]) == [SSEEvent(data="héllo 😀".encode())]
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.sse")), ids=lambda p: p.name)

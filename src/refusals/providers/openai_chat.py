@@ -371,6 +371,48 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     )
 
 
+_PLAIN_CHUNK_KEYS = frozenset(
+    {
+        "id",
+        "object",
+        "created",
+        "model",
+        "system_fingerprint",
+        "choices",
+        "service_tier",
+        "obfuscation",
+    }
+)
+_PLAIN_CHOICE_KEYS = frozenset({"index", "delta", "logprobs", "finish_reason"})
+_PLAIN_DELTA_KEYS = frozenset({"content", "role"})
+
+
+def _plain_text_chunk(payload: JsonObject) -> str | None:
+    """The content of a chunk that carries nothing but text for choice 0, else None.
+
+    Such a chunk repeats the model and id of the chunks before it, so the decoder takes
+    this path only once an earlier chunk has set them.
+    """
+    if not payload.keys() <= _PLAIN_CHUNK_KEYS:
+        return None
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if (
+        type(choice) is not dict
+        or not choice.keys() <= _PLAIN_CHOICE_KEYS
+        or choice.get("finish_reason") is not None
+        or choice.get("index", 0) != 0
+    ):
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or not delta.keys() <= _PLAIN_DELTA_KEYS:
+        return None
+    content = delta.get("content")
+    return content if type(content) is str else None
+
+
 def _message_text(content: Any) -> tuple[str, list[str]]:
     """The text of `message.content` (a string or a list of parts) and any thinking parts."""
     if isinstance(content, str):
@@ -1007,6 +1049,14 @@ class StreamDecoder(WireDecoder):
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
             return [StreamError("a Chat Completions stream event is not a JSON object")]
+        text = _plain_text_chunk(payload) if self.acc.request_id is not None else None
+        if text is not None:
+            # Nearly every chunk of a long answer: one choice, a content delta, nothing
+            # else to read. Same result as the full path below, without its lookups.
+            if text:
+                self._text = True
+                return [TextDelta(text)]
+            return []
         model = nonblank(payload.get("model"))
         if model is not None:
             self.acc.model = model

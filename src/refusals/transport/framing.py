@@ -18,45 +18,44 @@ message CRC32; both CRCs are checked.
 
 from __future__ import annotations
 
-import codecs
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class FramingError(ValueError):
     """The bytes are not valid framing (a bad CRC, a truncated message, invalid UTF-8)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One dispatched SSE event; `event` is None when the stream named no type."""
+class SSEEvent(NamedTuple):
+    """One dispatched SSE event; `event` is None when the stream named no type.
 
-    data: str
+    `data` stays bytes: the JSON parser reads UTF-8 bytes directly, so decoding to text
+    first would only copy every payload once more. A named tuple rather than a dataclass:
+    one is made per event on the hot path.
+    """
+
+    data: bytes
     event: str | None = None
     id: str | None = None
     retry: int | None = None
 
+    @property
+    def text(self) -> str:
+        """The data as text, invalid UTF-8 replaced as the specification says."""
+        return self.data.decode("utf-8", "replace")
+
 
 class SSEParser:
-    """Incremental Server-Sent Events parser."""
+    """Incremental Server-Sent Events parser, on bytes."""
 
-    __slots__ = (
-        "_data",
-        "_decoder",
-        "_event",
-        "_last_id",
-        "_partial",
-        "_pending_cr",
-        "_retry",
-        "_started",
-    )
+    __slots__ = ("_data", "_event", "_last_id", "_partial", "_pending_cr", "_retry", "_started")
 
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._partial = ""
+        self._partial = b""
         self._pending_cr = False
-        self._data: list[str] = []
+        self._data: list[bytes] = []
         self._event: str | None = None
         self._last_id: str | None = None
         self._retry: int | None = None
@@ -64,67 +63,80 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
-        return self._feed_text(self._decoder.decode(chunk))
-
-    def close(self) -> list[SSEEvent]:
-        """End of stream: flush a final line and a final event that lacks its blank line."""
-        events = self._feed_text(self._decoder.decode(b"", final=True))
-        if self._partial:
-            line, self._partial = self._partial, ""
-            self._line(line, events)
-        self._dispatch(events)
-        return events
-
-    def _feed_text(self, text: str) -> list[SSEEvent]:
         events: list[SSEEvent] = []
-        if not text:
+        if not chunk:
             return events
         if not self._started:
+            # The byte-order mark may arrive split over the first chunks.
+            head = self._partial + chunk
+            if len(head) < 3 and b"\xef\xbb\xbf".startswith(head):
+                self._partial = head
+                return events
             self._started = True
-            if text.startswith("\ufeff"):
-                text = text[1:]
+            self._partial = b""
+            chunk = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
         if self._pending_cr:
             # A CR ended the previous chunk; an LF starting this one belongs to it.
             self._pending_cr = False
-            if text.startswith("\n"):
-                text = text[1:]
-        if "\r" in text:
-            if text.endswith("\r"):
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            if chunk.endswith(b"\r"):
                 self._pending_cr = True
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        lines = text.split("\n")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = chunk.split(b"\n")
         if self._partial:
             lines[0] = self._partial + lines[0]
         self._partial = lines.pop()
+        data = self._data
         for line in lines:
-            self._line(line, events)
+            # `data:` lines and blank lines are nearly all of a stream: handled inline.
+            if line.startswith(b"data:"):
+                data.append(line[6:] if line[5:6] == b" " else line[5:])
+            elif not line:
+                self._dispatch(events)
+            else:
+                self._line(line)
         return events
 
-    def _line(self, line: str, events: list[SSEEvent]) -> None:
-        if not line:
-            self._dispatch(events)
+    def close(self) -> list[SSEEvent]:
+        """End of stream: flush a final line and a final event that lacks its blank line."""
+        events: list[SSEEvent] = []
+        if not self._started and self._partial:
+            # Fewer than three bytes in all, all of them a prefix of the byte-order mark.
+            self._partial = b""
+        if self._partial:
+            line, self._partial = self._partial, b""
+            if line.startswith(b"data:"):
+                self._data.append(line[6:] if line[5:6] == b" " else line[5:])
+            else:
+                self._line(line)
+        self._dispatch(events)
+        return events
+
+    def _line(self, line: bytes) -> None:
+        if line[:1] == b":":
             return
-        if line[0] == ":":
-            return
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
+        raw_name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
             value = value[1:]
+        name = raw_name.decode("utf-8", "replace")
         if name == "data":
             self._data.append(value)
         elif name == "event":
-            self._event = value
+            self._event = value.decode("utf-8", "replace")
         elif name == "id":
-            if "\0" not in value:
-                self._last_id = value
-        elif name == "retry" and value.isascii() and value.isdigit():
+            if b"\0" not in value:
+                self._last_id = value.decode("utf-8", "replace")
+        elif name == "retry" and value.isdigit():
             self._retry = int(value)
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
-        if self._data:
-            events.append(
-                SSEEvent("\n".join(self._data), self._event or None, self._last_id, self._retry)
-            )
-        self._data = []
+        data = self._data
+        if data:
+            payload = data[0] if len(data) == 1 else b"\n".join(data)
+            events.append(SSEEvent(payload, self._event or None, self._last_id, self._retry))
+            data.clear()
         self._event = None
 
 

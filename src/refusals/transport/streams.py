@@ -132,7 +132,7 @@ class StreamDecoder:
             if self._binary is not None:
                 self._binary.close()
             if self.framing == "json-lines" and self._lines.strip():
-                events += self._dispatch(None, self._lines.decode("utf-8", "replace"))
+                events += self._dispatch(None, self._lines)
                 self._lines = b""
         except FramingError as exc:
             events += self._error(str(exc))
@@ -166,7 +166,7 @@ class StreamDecoder:
                 *lines, self._lines = self._lines.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        events += self._dispatch(None, line.decode("utf-8", "replace"))
+                        events += self._dispatch(None, line)
         except FramingError as exc:
             events += self._error(str(exc))
         return events
