@@ -93,9 +93,7 @@ def _module_for(provider: str, body: JsonObject) -> ModuleType:
         if openai_responses.looks_like(body):
             return openai_responses
         return openai_chat
-    raise NormalizeError(
-        f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}"
-    )
+    raise NormalizeError(f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}")
 
 
 def detect(body: Any) -> tuple[str, ModuleType]:

@@ -509,6 +509,12 @@ class StreamDecoder(WireDecoder):
         return events
 
     def _delta(self, payload: JsonObject) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        if type(delta) is dict and delta.get("type") == "text_delta":
+            # The hot path of a long answer: checked before any block bookkeeping.
+            text = delta.get("text")
+            if type(text) is str:
+                return [TextDelta(text)] if text else []
         index = self._index(payload)
         delta = obj(payload.get("delta"))
         kind = delta.get("type")

@@ -50,7 +50,16 @@ class SSEEvent(NamedTuple):
 class SSEParser:
     """Incremental Server-Sent Events parser, on bytes."""
 
-    __slots__ = ("_data", "_event", "_last_id", "_partial", "_pending_cr", "_retry", "_started")
+    __slots__ = (
+        "_data",
+        "_event",
+        "_last_id",
+        "_names",
+        "_partial",
+        "_pending_cr",
+        "_retry",
+        "_started",
+    )
 
     def __init__(self) -> None:
         self._partial = b""
@@ -60,6 +69,9 @@ class SSEParser:
         self._last_id: str | None = None
         self._retry: int | None = None
         self._started = False
+        # Event names repeat on every event; each distinct one is decoded once. Bounded:
+        # a stream naming endless distinct events stops being cached.
+        self._names: dict[bytes, str] = {}
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
@@ -95,6 +107,14 @@ class SSEParser:
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
             elif not line:
                 self._dispatch(events)
+            elif line.startswith(b"event:"):
+                value = line[7:] if line[6:7] == b" " else line[6:]
+                name = self._names.get(value)
+                if name is None:
+                    name = value.decode("utf-8", "replace")
+                    if len(self._names) < 64:
+                        self._names[value] = name
+                self._event = name
             else:
                 self._line(line)
         return events
