@@ -60,7 +60,7 @@ _EXPECTED = (
 
 def decode_payload(payload: Any) -> Any:
     """A payload as plain JSON values: bytes and text are parsed, SDK objects dumped."""
-    if isinstance(payload, bytes | bytearray | memoryview | str):
+    if type(payload) is bytes or isinstance(payload, bytearray | memoryview | str):
         try:
             return orjson.loads(payload)
         except orjson.JSONDecodeError as exc:
@@ -151,9 +151,10 @@ def normalize(payload: Any, provider: str | None = None, status: int | None = No
         raise
     if provider is not None:
         provider = provider.lower()
-        if not isinstance(body, dict):
+        is_error_list = isinstance(body, list) and status is not None and status >= 400
+        if not isinstance(body, dict) and not is_error_list:
             raise NormalizeError(f"expected a JSON object for {provider}, got {type_name(body)}")
-        module = _module_for(provider, body)
+        module = _module_for(provider, body if isinstance(body, dict) else {})
     elif status is not None and status >= 400 and isinstance(body, dict):
         try:
             provider, module = detect(body)

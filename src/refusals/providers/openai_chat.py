@@ -181,7 +181,7 @@ OPENROUTER_POLICY_TYPES = frozenset({"content_policy_violation", "refusal"})
 # Groq's 498: the flex tier is out of capacity right now.
 _GROQ_CAPACITY_STATUS = 498
 
-_MISTRAL_MODELS = ("mistral", "ministral", "codestral", "magistral", "devstral", "pixtral")
+_MISTRAL_MODEL = re.compile(r"mistral|ministral|codestral|magistral|devstral|pixtral")
 
 _MAX_MESSAGE_CHARS = 1000
 
@@ -243,14 +243,15 @@ def is_error(body: JsonObject) -> bool:
 
 
 def _response_provider(body: JsonObject) -> str:
-    choices = [obj(choice) for choice in arr(body.get("choices"))]
-    if (
-        "prompt_filter_results" in body
-        or "prompt_annotations" in body
-        or any("content_filter_results" in c for c in choices)
-    ):
+    if "prompt_filter_results" in body or "prompt_annotations" in body:
         return "azure"
-    if isinstance(body.get("provider"), str) or any("native_finish_reason" in c for c in choices):
+    openrouter = isinstance(body.get("provider"), str)
+    for choice in arr(body.get("choices")):
+        if isinstance(choice, dict):
+            if "content_filter_results" in choice:
+                return "azure"
+            openrouter = openrouter or "native_finish_reason" in choice
+    if openrouter:
         return "openrouter"
     if "x_groq" in body:
         return "groq"
@@ -261,7 +262,7 @@ def _response_provider(body: JsonObject) -> str:
         return "deepseek"
     if model.startswith("grok"):
         return "xai"
-    if any(name in model for name in _MISTRAL_MODELS):
+    if _MISTRAL_MODEL.search(model):
         return "mistral"
     return "openai"
 
@@ -299,14 +300,21 @@ def _error_provider(body: JsonObject) -> str | None:
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     """A full (non-streaming) Chat Completions body as an `LLMResponse`."""
     body = require_object(body, "a Chat Completions response")
-    if not any(
-        key in body for key in ("choices", "prompt_filter_results", "prompt_annotations", "error")
+    if not (
+        "choices" in body
+        or "prompt_filter_results" in body
+        or "prompt_annotations" in body
+        or "error" in body
     ):
         raise NormalizeError(
             "expected a Chat Completions response with `choices`, got an object with keys: "
             + (", ".join(list(body)[:8]) or "none")
         )
-    choice = next((c for c in arr(body.get("choices")) if isinstance(c, dict)), {})
+    choice: JsonObject = {}
+    for candidate in arr(body.get("choices")):
+        if isinstance(candidate, dict):
+            choice = candidate
+            break
     message = obj(choice.get("message")) or obj(choice.get("delta"))
 
     text, thinking = _message_text(message.get("content"))
@@ -318,16 +326,30 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     native = string(choice.get("native_finish_reason"))
     finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
 
-    azure = azure_filter_signals(body, choice)
-    moderation = moderation_signals(body.get("moderation"))
+    # Most bodies carry neither Azure filter results nor moderation: skip both readers.
+    if (
+        "prompt_filter_results" in body
+        or "prompt_annotations" in body
+        or ("content_filter_results" in choice)
+    ):
+        azure = azure_filter_signals(body, choice)
+        filtered, filter_details = azure.filtered, azure.details
+    else:
+        filtered, filter_details = [], []
+    raw_moderation = body.get("moderation")
+    if raw_moderation is not None:
+        moderation = moderation_signals(raw_moderation)
+        blocked, moderation_details = moderation.blocked, moderation.details
+    else:
+        blocked, moderation_details = [], []
     stop: StopDetails | None = None
     error: ProviderError | None = None
     in_body_error = obj(body.get("error"))
 
     content = text
-    if finish is FinishReason.CONTENT_FILTER or azure.filtered or moderation.blocked:
+    if finish is FinishReason.CONTENT_FILTER or filtered or blocked:
         finish = FinishReason.CONTENT_FILTER
-        categories = _unique(azure.filtered + moderation.blocked)
+        categories = _unique(filtered + blocked)
         stop = stop_for(categories, None)
     elif refusal is not None:
         finish = FinishReason.REFUSAL
@@ -349,8 +371,8 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             finish = FinishReason.ERROR
 
     details: list[Detail] = [stop.to_detail()] if stop is not None else []
-    details.extend(azure.details)
-    details.extend(moderation.details)
+    details.extend(filter_details)
+    details.extend(moderation_details)
 
     terminal = finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
     has_output = bool(text) or bool(tool_calls)
@@ -436,6 +458,8 @@ def _message_text(content: Any) -> tuple[str, list[str]]:
 
 
 def _reasoning(message: JsonObject, thinking: list[str]) -> str | None:
+    if not thinking and not (message.keys() & _REASONING_KEYS):
+        return None
     for key in ("reasoning_content", "reasoning"):
         value = nonblank(message.get(key))
         if value is not None:
@@ -447,6 +471,9 @@ def _reasoning(message: JsonObject, thinking: list[str]) -> str | None:
             if text:
                 thinking.append(text)
     return "\n\n".join(thinking) or None
+
+
+_REASONING_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_details"})
 
 
 def _tool_calls(message: JsonObject) -> list[ToolCall]:
