@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -20,15 +19,7 @@ from hypothesis import strategies as st
 
 from refusals import ErrorKind, Fallback, FinishReason, LLMResponse, StopDetails, normalize, notice
 from refusals.model import detail_type
-from refusals.providers import (
-    anthropic,
-    bedrock,
-    cohere,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
+from refusals.providers import anthropic
 from refusals.stream import (
     FallbackSeam,
     ReasoningDelta,
@@ -40,18 +31,28 @@ from refusals.stream import (
 )
 from refusals.transport.framing import SSEParser
 from refusals.transport.streams import StreamDecoder, decode_stream
+from tests.providers._support import (
+    DECLINED,
+    DETECTING,
+    FILTERED,
+    FIXTURES,
+    INCOMPLETE,
+    NEXT_STEP,
+    WRONG_VALUES,
+    decode_closing,
+    event_json,
+    facts,
+    feed_events,
+    json_paths,
+    other_providers_events,
+    replace_at,
+)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ANTHROPIC = FIXTURES / "anthropic"
 WRITTEN = ANTHROPIC / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-DECLINED = "The model declined this request"
-FILTERED = "The provider's content filter blocked this request"
-INCOMPLETE = "the stream ended before its terminal event; the response is incomplete"
 TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 # Detection without a provider name asks every module in turn; until each has its stream
 # decoder, the property tests name the provider.
-DETECTING = (anthropic, openai_responses, bedrock, gemini, cohere, ollama, openai_chat)
 AUTO: list[str | None] = (
     [None, "anthropic"] if all(hasattr(m, "detect_stream") for m in DETECTING) else ["anthropic"]
 )
@@ -91,19 +92,6 @@ def to_sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
         head = f"event: {kind}\n" if isinstance(kind, str) else ""
         out.append(f"{head}data: {json.dumps(payload)}\n\n")
     return "".join(out).encode()
-
-
-def facts(response: LLMResponse) -> dict[str, Any]:
-    """What a stream and its full response must agree on."""
-    stop = response.stop_details
-    return {
-        "finish_reason": response.finish_reason,
-        "category": stop.category if stop else None,
-        "categories": stop.categories if stop else (),
-        "explanation": stop.explanation if stop else None,
-        "content": response.content,
-        "notice": notice(response),
-    }
 
 
 # --- every stream, its verdict and its full response ---------------------------------------
@@ -832,7 +820,9 @@ def test_decoded_events_are_typed_stream_events() -> None:
 
 
 def test_a_stream_that_stops_before_message_stop_is_an_error_that_says_so() -> None:
-    response, decoder, closing = decode_closing(read("written/stream-truncated-after-text.sse"))
+    response, decoder, closing = decode_closing(
+        read("written/stream-truncated-after-text.sse"), "anthropic"
+    )
 
     assert closing == [StreamError(INCOMPLETE)]
     assert response.finish_reason is FinishReason.ERROR
@@ -842,14 +832,6 @@ def test_a_stream_that_stops_before_message_stop_is_an_error_that_says_so() -> N
     assert response.cut_off is True
     assert response.error is None  # not a provider error: the stream is incomplete
     assert notice(response) is None
-
-
-def decode_closing(raw: bytes) -> tuple[LLMResponse, StreamDecoder, list[Any]]:
-    """Decode `raw` and return what `close()` reported too."""
-    decoder = StreamDecoder("anthropic")
-    decoder.feed(raw)
-    closing = decoder.close()
-    return decoder.response, decoder, closing
 
 
 @pytest.mark.parametrize("name", [c.stream for c in CASES if c.verdict_index >= 0])
@@ -862,7 +844,7 @@ def test_a_stream_cut_at_any_event_is_an_error_unless_a_refusal_was_already_seen
     assert verdict_at is not None
     has_error_event = any(payload.get("type") == "error" for _, payload in events)
     for keep in range(1, len(events)):
-        response, _, closing = decode_closing(to_sse(events[:keep]))
+        response, _, closing = decode_closing(to_sse(events[:keep]), "anthropic")
         if complete.finish_reason in TERMINAL and keep > verdict_at:
             assert response.finish_reason is complete.finish_reason, (name, keep)
             assert notice(response) == notice(complete)
@@ -888,20 +870,8 @@ def test_a_stream_decodes_identically_when_split_at_any_byte(name: str) -> None:
     assert decode_stream(small, provider=None)[0] == whole
 
 
-def other_providers_events() -> list[tuple[str, str | None, Any]]:
-    found = []
-    for path in sorted(FIXTURES.rglob("*")):
-        if not path.name.endswith((".sse", ".chunks.txt")):
-            continue
-        if "anthropic" in path.relative_to(FIXTURES).parts:
-            continue
-        for event_name, payload in wire_events(path.read_bytes()):
-            found.append((str(path.relative_to(FIXTURES)), event_name, payload))
-    return found
-
-
 def test_detection_never_claims_another_provider_s_stream_events() -> None:
-    events = other_providers_events()
+    events = other_providers_events("anthropic")
     assert {source.split("/")[0] for source, _, _ in events} >= {
         "bedrock",
         "gemini",
@@ -970,36 +940,7 @@ def test_a_non_json_event_ahead_of_a_refusal_keeps_the_refusal() -> None:
     assert response.stop_details.category == "cyber"
 
 
-WRONG_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.floats(allow_nan=False),
-    st.text(alphabet="abcxyz_", max_size=6),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(alphabet="abc", max_size=3), st.integers(), max_size=2),
-)
 STOP_VALUES = {raw for raw, finish in anthropic.STOP_REASONS.items() if finish is FinishReason.STOP}
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, (*prefix, index))
-    return found
-
-
-def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        return {k: (_replace(v, rest, new) if k == head else v) for k, v in value.items()}
-    return [(_replace(v, rest, new) if i == head else v) for i, v in enumerate(value)]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1013,9 +954,9 @@ def test_malformed_field_values_never_raise_and_never_hide_a_refusal(
     events = wire_events(read(name))
     index = data.draw(st.integers(0, len(events) - 1))
     event_name, payload = events[index]
-    path = data.draw(st.sampled_from(_paths(payload)))
+    path = data.draw(st.sampled_from(json_paths(payload)))
     new = data.draw(WRONG_VALUES.filter(lambda v: not (isinstance(v, str) and v in STOP_VALUES)))
-    events[index] = (event_name, _replace(payload, path, new))
+    events[index] = (event_name, replace_at(payload, path, new))
     complete, _ = decode(read(name))
 
     response, _ = decode(to_sse(events))
@@ -1085,15 +1026,10 @@ KEYS = st.sampled_from(
         "iterations",
     ]
 )
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False)
-    | st.sampled_from(sorted(anthropic.STREAM_EVENTS))
+JSON = event_json(
+    KEYS,
+    st.sampled_from(sorted(anthropic.STREAM_EVENTS))
     | st.sampled_from(["text_delta", "thinking_delta", "tool_use", "fallback", "refusal", "x"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=5),
-    max_leaves=25,
 )
 
 
@@ -1105,10 +1041,6 @@ JSON = st.recursive(
     )
 )
 def test_arbitrary_json_events_never_raise(events: list[tuple[str | None, Any]]) -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
-    for name, payload in events:
-        decoder.feed(name, json.dumps(payload))
-    decoder.close()
-    response = decoder.response
+    response = feed_events(anthropic.StreamDecoder("anthropic"), events)
     assert response.provider == "anthropic"
     notice(response)

@@ -18,22 +18,23 @@ from hypothesis import strategies as st
 from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.providers import normalize
-from tests.providers.test_openai_chat import JSON, check_never_raises_but_normalize_error
+from tests.providers._support import (
+    FILTERED,
+    FIXTURES,
+    JSON,
+    NEXT_STEP,
+    category_and_explanation,
+    check_never_raises_but_normalize_error,
+    read,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = FIXTURES / "azure"
 WRITTEN = RECORDED / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-FILTERED = "The provider's content filter blocked this request"
 POLICY_MESSAGE = (
     "The response was filtered due to the prompt triggering Azure OpenAI's content management "
     "policy. Please modify your prompt and retry. To learn more about our content filtering "
     "policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766"
 )
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(path: Path, status: int | None = None) -> LLMResponse:
@@ -43,11 +44,6 @@ def both_ways(path: Path, status: int | None = None) -> LLMResponse:
     assert detected.provider == "azure"
     assert normalize(payload, provider="azure", status=status) == detected
     return detected
-
-
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
 
 
 def filter_details(response: LLMResponse) -> list[dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
@@ -21,29 +20,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import ErrorKind, FinishReason, LLMResponse, StopDetails, normalize, notice
-from refusals.providers import (
-    anthropic,
-    bedrock,
-    cohere,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
-)
+from refusals.providers import bedrock
 from refusals.stream import ReasoningDelta, StreamError, TextDelta, ToolCallDelta, Verdict
-from refusals.transport.framing import SSEParser, encode_event_stream
+from refusals.transport.framing import encode_event_stream
 from refusals.transport.streams import StreamDecoder, decode_stream
+from tests.providers._support import (
+    DETECTING,
+    FILTERED,
+    FIXTURES,
+    INCOMPLETE,
+    NEXT_STEP,
+    WRONG_VALUES,
+    decode_closing,
+    event_json,
+    facts,
+    feed_events,
+    json_paths,
+    other_providers_events,
+    replace_at,
+)
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 BEDROCK = FIXTURES / "bedrock"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-FILTERED = "The provider's content filter blocked this request"
-INCOMPLETE = "the stream ended before its terminal event; the response is incomplete"
 TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 PADDING = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123"
 # Detection without a provider name asks every module in turn; until each has its stream
 # decoder, the tests that detect name the provider instead.
-DETECTING = (anthropic, openai_responses, bedrock, gemini, cohere, ollama, openai_chat)
 AUTO_READY = all(hasattr(module, "detect_stream") for module in DETECTING)
 needs_auto = pytest.mark.skipif(
     not AUTO_READY, reason="a module detected before bedrock has no detect_stream yet"
@@ -106,19 +107,6 @@ def both_forms(name: str) -> tuple[LLMResponse, StreamDecoder]:
     assert as_binary == as_lines
     assert binary_decoder.verdict_index == lines_decoder.verdict_index
     return as_binary, binary_decoder
-
-
-def facts(response: LLMResponse) -> dict[str, Any]:
-    """What a stream and its full response must agree on."""
-    stop = response.stop_details
-    return {
-        "finish_reason": response.finish_reason,
-        "category": stop.category if stop else None,
-        "categories": stop.categories if stop else (),
-        "explanation": stop.explanation if stop else None,
-        "content": response.content,
-        "notice": notice(response),
-    }
 
 
 # --- every stream, its verdict and its full response ---------------------------------------
@@ -620,19 +608,12 @@ def test_an_exception_after_a_guardrail_stop_does_not_explain_the_filter() -> No
 # --- incomplete streams ----------------------------------------------------------------------
 
 
-def decode_closing(raw: bytes) -> tuple[LLMResponse, StreamDecoder, list[Any]]:
-    decoder = StreamDecoder("bedrock")
-    decoder.feed(raw)
-    closing = decoder.close()
-    return decoder.response, decoder, closing
-
-
 def test_a_stream_that_stops_before_message_stop_is_an_error_that_says_so() -> None:
     for raw in (
         read("written/stream-truncated.chunks.txt"),
         binary(events_of(read("written/stream-truncated.chunks.txt"))),
     ):
-        response, decoder, closing = decode_closing(raw)
+        response, decoder, closing = decode_closing(raw, "bedrock")
 
         assert closing == [StreamError(INCOMPLETE)]
         assert response.finish_reason is FinishReason.ERROR
@@ -644,7 +625,7 @@ def test_a_stream_that_stops_before_message_stop_is_an_error_that_says_so() -> N
 
 def test_a_binary_stream_cut_inside_a_message_is_a_framing_error() -> None:
     raw = binary(events_of(read("converse-stream-end-turn.chunks.txt")))
-    response, _, closing = decode_closing(raw[:-7])
+    response, _, closing = decode_closing(raw[:-7], "bedrock")
 
     assert response.finish_reason is FinishReason.ERROR
     assert len(closing) == 1
@@ -663,7 +644,7 @@ def test_a_stream_cut_at_any_event_is_an_error_unless_a_filter_was_already_seen(
     stop_at = next((i for i, (n, _) in enumerate(events) if n == "messageStop"), None)
     has_exception = any(n.endswith("Exception") for n, _ in events)
     for keep in range(1, len(events)):
-        response, decoder, closing = decode_closing(binary(events[:keep]))
+        response, decoder, closing = decode_closing(binary(events[:keep]), "bedrock")
         if complete.finish_reason in TERMINAL and keep > verdict_at:
             assert response.finish_reason is complete.finish_reason, (name, keep)
         elif stop_at is not None and keep > stop_at:
@@ -746,30 +727,8 @@ def _blobs(value: Any) -> Any:
     return value
 
 
-def other_providers_events() -> list[tuple[str, str | None, Any]]:
-    found = []
-    for path in sorted(FIXTURES.rglob("*")):
-        if not path.name.endswith((".sse", ".chunks.txt")):
-            continue
-        if "bedrock" in path.relative_to(FIXTURES).parts:
-            continue
-        raw = path.read_bytes()
-        if path.name.endswith(".sse"):
-            parser = SSEParser()
-            pairs = [(e.event, e.data) for e in [*parser.feed(raw), *parser.close()]]
-        else:
-            pairs = [(None, line) for line in raw.splitlines() if line.strip()]
-        for event_name, data in pairs:
-            try:
-                payload = json.loads(data)
-            except json.JSONDecodeError:
-                payload = None
-            found.append((str(path.relative_to(FIXTURES)), event_name, payload))
-    return found
-
-
 def test_detection_never_claims_another_provider_s_stream_events() -> None:
-    events = other_providers_events()
+    events = other_providers_events("bedrock")
     assert {source.split("/")[0] for source, _, _ in events} >= {
         "anthropic",
         "gemini",
@@ -837,37 +796,6 @@ def test_an_unknown_event_type_is_ignored() -> None:
     assert decoder.verdict_index == 15
 
 
-WRONG_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-3, 3),
-    st.floats(allow_nan=False),
-    st.text(alphabet="abcxyz_", max_size=6),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(alphabet="abc", max_size=3), st.integers(), max_size=2),
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _paths(item, (*prefix, index))
-    return found
-
-
-def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        return {k: (_replace(v, rest, new) if k == head else v) for k, v in value.items()}
-    return [(_replace(v, rest, new) if i == head else v) for i, v in enumerate(value)]
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(STREAMS), st.data())
 def test_malformed_field_values_never_raise_and_never_hide_a_filter(
@@ -876,9 +804,9 @@ def test_malformed_field_values_never_raise_and_never_hide_a_filter(
     events = events_of(read(name))
     index = data.draw(st.integers(0, len(events) - 1))
     event_name, body = events[index]
-    path = data.draw(st.sampled_from(_paths(body)))
+    path = data.draw(st.sampled_from(json_paths(body)))
     new = data.draw(WRONG_VALUES.filter(lambda v: not (isinstance(v, str) and v == "end_turn")))
-    events[index] = (event_name, _replace(body, path, new))
+    events[index] = (event_name, replace_at(body, path, new))
 
     response, _ = decode(binary(events))
 
@@ -959,14 +887,9 @@ KEYS = st.sampled_from(
         "message",
     ]
 )
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False)
-    | st.sampled_from(["BLOCKED", "guardrail_intervened", "end_turn", "VIOLENCE", "x"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=5),
-    max_leaves=25,
+JSON = event_json(
+    KEYS,
+    st.sampled_from(["BLOCKED", "guardrail_intervened", "end_turn", "VIOLENCE", "x"]),
 )
 NAMES = st.none() | st.sampled_from(
     [*sorted(bedrock.STREAM_EVENTS), "throttlingException", "validationException", "chunk"]
@@ -976,10 +899,6 @@ NAMES = st.none() | st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(NAMES, JSON), max_size=12))
 def test_arbitrary_json_events_never_raise(events: list[tuple[str | None, Any]]) -> None:
-    decoder = bedrock.StreamDecoder("bedrock")
-    for name, payload in events:
-        decoder.feed(name, json.dumps(payload))
-    decoder.close()
-    response = decoder.response
+    response = feed_events(bedrock.StreamDecoder("bedrock"), events)
     assert response.provider == "bedrock"
     notice(response)

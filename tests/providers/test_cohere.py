@@ -9,7 +9,6 @@ other APIs, so they are read with the provider named.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,19 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.providers import NormalizeError, normalize
 from refusals.providers import cohere as cohere_module
+from tests.providers._support import (
+    FILTERED,
+    FIXTURES,
+    JSON,
+    NEXT_STEP,
+    category_and_explanation,
+    check_never_raises_but_normalize_error,
+    json_fixtures,
+    read,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 OTHER = FIXTURES / "other"
 WRITTEN = OTHER / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-FILTERED = "The provider's content filter blocked this request"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(path: Path) -> LLMResponse:
@@ -44,9 +46,17 @@ def both_ways(path: Path) -> LLMResponse:
     return detected
 
 
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
+def plain_finish(name: str, finish: FinishReason, raw: str, content: str | None) -> LLMResponse:
+    """The body `name`, checked to end as a finish reason that is no filter: its finish,
+    its raw value, no notice, and content cut off only by an error."""
+    response = both_ways(WRITTEN / name)
+    assert response.finish_reason is finish
+    assert response.raw_finish_reason == raw
+    assert category_and_explanation(response) == (None, None)
+    assert response.content == content
+    assert response.cut_off is (finish is FinishReason.ERROR and content is not None)
+    assert notice(response) is None
+    return response
 
 
 # Recorded ---------------------------------------------------------------------------------
@@ -121,13 +131,7 @@ V1_STOPS = [
 def test_v1_finish_reasons_map_to_one_finish_each_and_keep_the_raw_value(
     name: str, finish: FinishReason, raw: str, content: str | None
 ) -> None:
-    response = both_ways(WRITTEN / name)
-    assert response.finish_reason is finish
-    assert response.raw_finish_reason == raw
-    assert category_and_explanation(response) == (None, None)
-    assert response.content == content
-    assert response.cut_off is (finish is FinishReason.ERROR and content is not None)
-    assert notice(response) is None
+    response = plain_finish(name, finish, raw, content)
     assert response.usage is not None
     assert response.usage.input_tokens > 0
 
@@ -176,13 +180,7 @@ V2_STOPS = [
 def test_v2_finish_reasons_map_to_one_finish_each_and_unknown_ones_are_errors(
     name: str, finish: FinishReason, raw: str, content: str | None
 ) -> None:
-    response = both_ways(WRITTEN / name)
-    assert response.finish_reason is finish
-    assert response.raw_finish_reason == raw
-    assert category_and_explanation(response) == (None, None)
-    assert response.content == content
-    assert response.cut_off is (finish is FinishReason.ERROR and content is not None)
-    assert notice(response) is None
+    plain_finish(name, finish, raw, content)
 
 
 def test_v2_thinking_goes_to_reasoning_and_text_to_content() -> None:
@@ -288,20 +286,16 @@ def test_an_html_error_page_is_classified_by_its_status_alone() -> None:
 
 # Detection ----------------------------------------------------------------------------------
 
-OTHER_FORMATS = [
-    path
-    for folder in (
-        "anthropic",
-        "openai-chat",
-        "openai-responses",
-        "azure",
-        "bedrock",
-        "openrouter",
-        "gemini",
-        "gemini/written",
-    )
-    for path in sorted((FIXTURES / folder).glob("*.json"))
-] + sorted((WRITTEN).glob("ollama-*.json"))
+OTHER_FORMATS = json_fixtures(
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "bedrock",
+    "openrouter",
+    "gemini",
+    "gemini/written",
+) + sorted((WRITTEN).glob("ollama-*.json"))
 
 
 @pytest.mark.parametrize("path", OTHER_FORMATS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -326,46 +320,6 @@ def test_a_body_of_no_chat_shape_is_rejected_with_a_normalize_error() -> None:
 # Properties ---------------------------------------------------------------------------------
 
 ALL_PAYLOADS = [OTHER / "cohere-v2-max-tokens.json", *sorted(WRITTEN.glob("cohere-*.json"))]
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found.extend(_paths(child, (*prefix, index)))
-    return found
-
-
-@st.composite
-def mutated(draw: st.DrawFn, value: Any) -> Any:
-    """`value` with a few subtrees replaced by random JSON or deleted."""
-    value = copy.deepcopy(value)
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(value)))
-        if not path:
-            value = draw(JSON)
-            continue
-        parent = value
-        try:
-            for step in path[:-1]:
-                parent = parent[step]
-            if draw(st.booleans()) and isinstance(parent, dict):
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = draw(JSON)
-        except (KeyError, IndexError, TypeError):
-            continue
-    return value
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -373,18 +327,9 @@ def mutated(draw: st.DrawFn, value: Any) -> Any:
 def test_mutated_and_truncated_payloads_raise_nothing_but_normalize_error(
     data: st.DataObject, path: Path
 ) -> None:
-    raw = read(path)
-    body = data.draw(mutated(orjson.loads(raw)))
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    status = data.draw(st.sampled_from([None, 200, 400, 422, 429, 500]))
-    for payload in (body, cut):
-        for provider in (None, "cohere"):
-            try:
-                result = normalize(payload, provider=provider, status=status)
-            except NormalizeError:
-                continue
-            assert isinstance(result, LLMResponse)
-            assert isinstance(result.finish_reason, FinishReason)
+    check_never_raises_but_normalize_error(
+        data, path, (None, "cohere"), (None, 200, 400, 422, 429, 500)
+    )
 
 
 @settings(max_examples=200)

@@ -7,7 +7,6 @@ README.md). Every body is read twice: with the provider named and by shape detec
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,19 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.providers import NormalizeError, normalize
 from refusals.providers import gemini as gemini_module
+from tests.providers._support import (
+    FILTERED,
+    FIXTURES,
+    JSON,
+    NEXT_STEP,
+    category_and_explanation,
+    check_never_raises_but_normalize_error,
+    json_fixtures,
+    read,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = FIXTURES / "gemini"
 WRITTEN = RECORDED / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-FILTERED = "The provider's content filter blocked this request"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(path: Path, status: int | None = None) -> LLMResponse:
@@ -41,11 +43,6 @@ def both_ways(path: Path, status: int | None = None) -> LLMResponse:
     assert named == detected
     assert detected.api == "generateContent"
     return detected
-
-
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
 
 
 # Recorded responses -------------------------------------------------------------------
@@ -441,21 +438,15 @@ def test_an_error_wrapped_in_an_array_by_the_streaming_endpoint_is_still_read() 
 
 # Detection stays specific -----------------------------------------------------------------
 
-OTHER_FORMATS = (
-    sorted(
-        path
-        for folder in (
-            "anthropic",
-            "openai-chat",
-            "openai-responses",
-            "azure",
-            "bedrock",
-            "openrouter",
-        )
-        for path in (FIXTURES / folder).glob("*.json")
-    )
-    + sorted((FIXTURES / "other").glob("*.json"))
-    + sorted((FIXTURES / "other" / "written").glob("*.json"))
+OTHER_FORMATS = json_fixtures(
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "bedrock",
+    "openrouter",
+    "other",
+    "other/written",
 )
 
 
@@ -488,46 +479,6 @@ def test_a_body_of_no_generate_content_shape_is_rejected_with_a_normalize_error(
 # Properties -----------------------------------------------------------------------------
 
 ALL_PAYLOADS = sorted(RECORDED.glob("*.json")) + sorted(WRITTEN.glob("*.json"))
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found.extend(_paths(child, (*prefix, index)))
-    return found
-
-
-@st.composite
-def mutated(draw: st.DrawFn, value: Any) -> Any:
-    """`value` with a few subtrees replaced by random JSON or deleted."""
-    value = copy.deepcopy(value)
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(value)))
-        if not path:
-            value = draw(JSON)
-            continue
-        parent = value
-        try:
-            for step in path[:-1]:
-                parent = parent[step]
-            if draw(st.booleans()) and isinstance(parent, dict):
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = draw(JSON)
-        except (KeyError, IndexError, TypeError):
-            continue
-    return value
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -535,18 +486,9 @@ def mutated(draw: st.DrawFn, value: Any) -> Any:
 def test_mutated_and_truncated_payloads_raise_nothing_but_normalize_error(
     data: st.DataObject, path: Path
 ) -> None:
-    raw = read(path)
-    body = data.draw(mutated(orjson.loads(raw)))
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    status = data.draw(st.sampled_from([None, 200, 400, 403, 429, 500]))
-    for payload in (body, cut):
-        for provider in (None, "gemini", "vertex"):
-            try:
-                result = normalize(payload, provider=provider, status=status)
-            except NormalizeError:
-                continue
-            assert isinstance(result, LLMResponse)
-            assert isinstance(result.finish_reason, FinishReason)
+    check_never_raises_but_normalize_error(
+        data, path, (None, "gemini", "vertex"), (None, 200, 400, 403, 429, 500)
+    )
 
 
 FILTER_VALUES = [

@@ -9,8 +9,6 @@ with the full response that says the same thing.
 
 from __future__ import annotations
 
-import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,16 +22,28 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse, StopDetails
 from refusals.providers import gemini as gemini_module
 from refusals.providers import normalize
-from refusals.stream import StreamError, StreamEvent, TextDelta, Verdict
-from refusals.transport.framing import SSEParser
-from refusals.transport.streams import StreamDecoder, decode_stream
+from refusals.stream import StreamError, TextDelta, Verdict
+from tests.providers import _support
+from tests.providers._support import (
+    BYTE_EDITS,
+    FILTERED,
+    FIXTURES,
+    INCOMPLETE,
+    NEXT_STEP,
+    check_split_at_any_byte,
+    cut_anywhere,
+    decode,
+    decode_events,
+    edited,
+    feed_events,
+    first_event,
+    keyed_json,
+    split_events,
+    stream_fixtures,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = FIXTURES / "gemini"
 WRITTEN = RECORDED / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-FILTERED = "The provider's content filter blocked this request"
-INCOMPLETE = "the stream ended before its terminal event; the response is incomplete"
 
 
 @dataclass(frozen=True)
@@ -197,65 +207,10 @@ def case_id(case: Case) -> str:
     return case.stream.name
 
 
-def decode(
-    raw: bytes | list[bytes], provider: str | None = None
-) -> tuple[LLMResponse, StreamDecoder]:
-    return decode_stream(raw, provider=provider)
-
-
-def decode_events(raw: bytes) -> tuple[LLMResponse, list[StreamEvent]]:
-    """The response and every stream event, those `close()` adds included."""
-    decoder = StreamDecoder()
-    events = decoder.feed(raw) + decoder.close()
-    return decoder.response, events
-
-
-def split_events(path: Path) -> tuple[list[bytes], bytes]:
-    """A stream file's events as raw bytes, and the separator that ends each."""
-    raw = path.read_bytes()
-    separator = b"\r\n\r\n" if b"\r\n\r\n" in raw else b"\n\n"
-    if path.suffix != ".sse":
-        separator = b"\n"
-    return [event for event in raw.split(separator) if event.strip()], separator
-
-
-def in_chunks(raw: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({min(max(cut, 0), len(raw)) for cut in cuts})
-    edges = [0, *points, len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
 def agreed(response: LLMResponse) -> dict[str, Any]:
     """What a stream and its full response must agree on."""
-    stop = response.stop_details
-    return {
-        "finish_reason": response.finish_reason,
-        "raw_finish_reason": response.raw_finish_reason,
-        "category": stop.category if stop else None,
-        "categories": stop.categories if stop else (),
-        "explanation": stop.explanation if stop else None,
-        "content": response.content,
-        "notice": notice(response),
-        "cut_off": response.cut_off,
-        "tool_calls": response.tool_calls,
-        "reasoning": response.reasoning,
-        "details": sorted(str(detail) for detail in response.reasoning_details or ()),
-    }
-
-
-def first_event(path: Path) -> tuple[str | None, Any]:
-    """The SSE event name and decoded payload of a stream file's first event."""
-    raw = path.read_bytes()
-    if path.suffix == ".sse":
-        parser = SSEParser()
-        events = parser.feed(raw) + parser.close()
-        name, data = events[0].event, events[0].data
-    else:
-        name, data = None, raw.splitlines()[0]
-    try:
-        return name, orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return name, None
+    details = sorted(str(detail) for detail in response.reasoning_details or ())
+    return _support.agreed(response) | {"details": details}
 
 
 # Each stream, decoded --------------------------------------------------------------------
@@ -413,14 +368,7 @@ def test_named_vertex_provider_is_kept_for_a_gemini_shaped_stream() -> None:
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
 def test_a_stream_split_at_any_byte_decodes_identically(path: Path) -> None:
-    raw = path.read_bytes()
-    whole, whole_decoder = decode(raw)
-    for cut in range(len(raw) + 1):
-        response, decoder = decode(in_chunks(raw, [cut]))
-        assert response == whole
-        assert decoder.verdict_index == whole_decoder.verdict_index
-    bytewise, _ = decode([raw[i : i + 1] for i in range(len(raw))])
-    assert bytewise == whole
+    check_split_at_any_byte(path)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -428,97 +376,60 @@ def test_a_stream_split_at_any_byte_decodes_identically(path: Path) -> None:
 def test_a_stream_cut_anywhere_is_its_verdict_or_an_error_and_never_raises(
     data: st.DataObject, path: Path
 ) -> None:
-    raw = path.read_bytes()
-    whole, _ = decode(raw)
-    cut = data.draw(st.integers(0, len(raw)))
-    cuts = data.draw(st.lists(st.integers(0, cut), max_size=5))
-    response, _ = decode(in_chunks(raw[:cut], cuts))
+    whole, response = cut_anywhere(data, path)
     assert response.finish_reason in (whole.finish_reason, FinishReason.ERROR)
     if whole.finish_reason is not FinishReason.STOP:
         assert response.finish_reason is not FinishReason.STOP
 
 
-def mutate(raw: bytes, edits: list[tuple[int, int, int]]) -> bytes:
-    out = bytearray(raw)
-    for kind, position, value in edits:
-        if not out:
-            break
-        at = position % len(out)
-        if kind == 0:
-            out[at] = value
-        elif kind == 1:
-            del out[at]
-        else:
-            out.insert(at, value)
-    return bytes(out)
-
-
-EDITS = st.lists(
-    st.tuples(st.integers(0, 2), st.integers(0, 10_000), st.integers(0, 255)),
-    min_size=1,
-    max_size=3,
-)
-
-
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    path=st.sampled_from(FILTER_STREAMS), edits=EDITS, provider=st.sampled_from([None, "gemini"])
+    path=st.sampled_from(FILTER_STREAMS),
+    edits=BYTE_EDITS,
+    provider=st.sampled_from([None, "gemini"]),
 )
 def test_a_mutated_filter_stream_never_raises_and_is_never_a_stop(
     path: Path, edits: list[tuple[int, int, int]], provider: str | None
 ) -> None:
-    response, _ = decode(mutate(path.read_bytes(), edits), provider)
+    response, _ = decode(edited(path.read_bytes(), edits), provider)
     assert isinstance(response, LLMResponse)
     assert response.finish_reason is not FinishReason.STOP
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "candidates",
-                    "content",
-                    "parts",
-                    "text",
-                    "thought",
-                    "functionCall",
-                    "args",
-                    "name",
-                    "finishReason",
-                    "finishMessage",
-                    "safetyRatings",
-                    "blocked",
-                    "category",
-                    "promptFeedback",
-                    "blockReason",
-                    "usageMetadata",
-                    "modelVersion",
-                    "responseId",
-                    "index",
-                    "error",
-                    "status",
-                    "message",
-                ]
-            ),
-            children,
-            max_size=5,
-        )
-    ),
-    max_leaves=20,
-)
+GENERATE_CONTENT_KEYS = [
+    "candidates",
+    "content",
+    "parts",
+    "text",
+    "thought",
+    "functionCall",
+    "args",
+    "name",
+    "finishReason",
+    "finishMessage",
+    "safetyRatings",
+    "blocked",
+    "category",
+    "promptFeedback",
+    "blockReason",
+    "usageMetadata",
+    "modelVersion",
+    "responseId",
+    "index",
+    "error",
+    "status",
+    "message",
+]
+JSON = keyed_json(GENERATE_CONTENT_KEYS)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(events=st.lists(JSON, max_size=6))
 def test_arbitrary_json_events_never_raise(events: list[Any]) -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
-    for event in events:
-        decoder.feed(None, json.dumps(event))
-    decoder.close()
-    assert isinstance(decoder.response.finish_reason, FinishReason)
+    response = feed_events(
+        gemini_module.StreamDecoder("gemini"), [(None, event) for event in events]
+    )
+    assert isinstance(response.finish_reason, FinishReason)
 
 
 # Event by event ------------------------------------------------------------------------------
@@ -637,19 +548,11 @@ def test_detection_claims_gemini_and_vertex_first_events() -> None:
         assert gemini_module.detect_stream(name, payload) == case.provider
 
 
-def other_streams() -> list[Path]:
-    found = [
-        path
-        for path in sorted(FIXTURES.rglob("*"))
-        if path.is_file()
-        and (path.suffix in (".sse", ".ndjson") or path.name.endswith(".chunks.txt"))
-        and RECORDED not in path.parents
-    ]
-    assert found
-    return found
-
-
-@pytest.mark.parametrize("path", other_streams(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    stream_fixtures(lambda path: RECORDED in path.parents),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_detection_never_claims_another_formats_first_event(path: Path) -> None:
     name, payload = first_event(path)
     assert gemini_module.detect_stream(name, payload) is None

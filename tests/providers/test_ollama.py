@@ -6,7 +6,6 @@ its README.md). Every body is read with the provider named and by shape detectio
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,15 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.providers import NormalizeError, normalize
 from refusals.providers import ollama as ollama_module
+from tests.providers._support import (
+    FIXTURES,
+    JSON,
+    check_never_raises_but_normalize_error,
+    json_fixtures,
+    read,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WRITTEN = FIXTURES / "other" / "written"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(path: Path, status: int | None = None) -> LLMResponse:
@@ -192,21 +193,17 @@ def test_an_html_error_page_is_classified_by_its_status_alone() -> None:
 
 # Detection ----------------------------------------------------------------------------------
 
-OTHER_FORMATS = [
-    path
-    for folder in (
-        "anthropic",
-        "openai-chat",
-        "openai-responses",
-        "azure",
-        "bedrock",
-        "openrouter",
-        "gemini",
-        "gemini/written",
-        "other",
-    )
-    for path in sorted((FIXTURES / folder).glob("*.json"))
-] + sorted(WRITTEN.glob("cohere-*.json"))
+OTHER_FORMATS = json_fixtures(
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "bedrock",
+    "openrouter",
+    "gemini",
+    "gemini/written",
+    "other",
+) + sorted(WRITTEN.glob("cohere-*.json"))
 
 
 @pytest.mark.parametrize("path", OTHER_FORMATS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -242,46 +239,6 @@ def test_a_body_of_no_ollama_shape_is_rejected_with_a_normalize_error() -> None:
 # Properties ---------------------------------------------------------------------------------
 
 ALL_PAYLOADS = sorted(WRITTEN.glob("ollama-*.json"))
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found.extend(_paths(child, (*prefix, index)))
-    return found
-
-
-@st.composite
-def mutated(draw: st.DrawFn, value: Any) -> Any:
-    """`value` with a few subtrees replaced by random JSON or deleted."""
-    value = copy.deepcopy(value)
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(value)))
-        if not path:
-            value = draw(JSON)
-            continue
-        parent = value
-        try:
-            for step in path[:-1]:
-                parent = parent[step]
-            if draw(st.booleans()) and isinstance(parent, dict):
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = draw(JSON)
-        except (KeyError, IndexError, TypeError):
-            continue
-    return value
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -289,18 +246,9 @@ def mutated(draw: st.DrawFn, value: Any) -> Any:
 def test_mutated_and_truncated_payloads_raise_nothing_but_normalize_error(
     data: st.DataObject, path: Path
 ) -> None:
-    raw = read(path)
-    body = data.draw(mutated(orjson.loads(raw)))
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    status = data.draw(st.sampled_from([None, 200, 400, 404, 429, 500]))
-    for payload in (body, cut):
-        for provider in (None, "ollama"):
-            try:
-                result = normalize(payload, provider=provider, status=status)
-            except NormalizeError:
-                continue
-            assert isinstance(result, LLMResponse)
-            assert isinstance(result.finish_reason, FinishReason)
+    check_never_raises_but_normalize_error(
+        data, path, (None, "ollama"), (None, 200, 400, 404, 429, 500)
+    )
 
 
 @settings(max_examples=200)

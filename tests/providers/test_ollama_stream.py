@@ -9,8 +9,6 @@ has no refusal or filter signal; what matters is that no unfinished stream reads
 
 from __future__ import annotations
 
-import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +22,24 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.providers import normalize
 from refusals.providers import ollama as ollama_module
-from refusals.stream import StreamError, StreamEvent, Verdict
-from refusals.transport.framing import SSEParser
-from refusals.transport.streams import StreamDecoder, decode_stream
+from refusals.stream import StreamError, Verdict
+from tests.providers import _support
+from tests.providers._support import (
+    BYTE_EDITS,
+    FIXTURES,
+    INCOMPLETE,
+    check_split_at_any_byte,
+    cut_anywhere,
+    decode,
+    decode_events,
+    edited,
+    feed_events,
+    first_event,
+    keyed_json,
+    stream_fixtures,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WRITTEN = FIXTURES / "other" / "written"
-INCOMPLETE = "the stream ended before its terminal event; the response is incomplete"
 MODEL_FAILED = "an error was encountered while running the model"
 
 
@@ -126,61 +135,13 @@ def case_id(case: Case) -> str:
     return case.stream.name
 
 
-def decode(
-    raw: bytes | list[bytes], provider: str | None = None
-) -> tuple[LLMResponse, StreamDecoder]:
-    return decode_stream(raw, provider=provider)
-
-
-def decode_events(raw: bytes) -> tuple[LLMResponse, list[StreamEvent]]:
-    """The response and every stream event, those `close()` adds included."""
-    decoder = StreamDecoder()
-    events = decoder.feed(raw) + decoder.close()
-    return decoder.response, events
-
-
-def in_chunks(raw: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({min(max(cut, 0), len(raw)) for cut in cuts})
-    edges = [0, *points, len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(edges)]
-
-
 def lines(*bodies: dict[str, Any]) -> bytes:
     return b"".join(orjson.dumps(body) + b"\n" for body in bodies)
 
 
 def agreed(response: LLMResponse) -> dict[str, Any]:
     """What a stream and its full response must agree on."""
-    stop = response.stop_details
-    return {
-        "finish_reason": response.finish_reason,
-        "raw_finish_reason": response.raw_finish_reason,
-        "category": stop.category if stop else None,
-        "explanation": stop.explanation if stop else None,
-        "content": response.content,
-        "notice": notice(response),
-        "cut_off": response.cut_off,
-        "tool_calls": response.tool_calls,
-        "reasoning": response.reasoning,
-        "usage": response.usage,
-        "model": response.model,
-        "error": response.error,
-    }
-
-
-def first_event(path: Path) -> tuple[str | None, Any]:
-    """The SSE event name and decoded payload of a stream file's first event."""
-    raw = path.read_bytes()
-    if path.suffix == ".sse":
-        parser = SSEParser()
-        events = parser.feed(raw) + parser.close()
-        name, data = events[0].event, events[0].data
-    else:
-        name, data = None, raw.splitlines()[0]
-    try:
-        return name, orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return name, None
+    return _support.agreed(response, "usage", "model", "error")
 
 
 # Each stream, decoded --------------------------------------------------------------------
@@ -303,14 +264,7 @@ def test_a_line_that_is_not_an_object_is_an_error_not_a_crash() -> None:
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
 def test_a_stream_split_at_any_byte_decodes_identically(path: Path) -> None:
-    raw = path.read_bytes()
-    whole, whole_decoder = decode(raw)
-    for cut in range(len(raw) + 1):
-        response, decoder = decode(in_chunks(raw, [cut]))
-        assert response == whole
-        assert decoder.verdict_index == whole_decoder.verdict_index
-    bytewise, _ = decode([raw[i : i + 1] for i in range(len(raw))])
-    assert bytewise == whole
+    check_split_at_any_byte(path)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -318,77 +272,48 @@ def test_a_stream_split_at_any_byte_decodes_identically(path: Path) -> None:
 def test_a_stream_cut_anywhere_is_its_verdict_or_an_error_and_never_raises(
     data: st.DataObject, path: Path
 ) -> None:
-    raw = path.read_bytes()
-    whole, _ = decode(raw)
-    cut = data.draw(st.integers(0, len(raw)))
-    cuts = data.draw(st.lists(st.integers(0, cut), max_size=5))
-    response, _ = decode(in_chunks(raw[:cut], cuts))
+    whole, response = cut_anywhere(data, path)
     assert response.finish_reason in (whole.finish_reason, FinishReason.ERROR)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     path=st.sampled_from(STREAMS),
-    edits=st.lists(
-        st.tuples(st.integers(0, 2), st.integers(0, 10_000), st.integers(0, 255)),
-        min_size=1,
-        max_size=3,
-    ),
+    edits=BYTE_EDITS,
 )
 def test_a_mutated_stream_never_raises(path: Path, edits: list[tuple[int, int, int]]) -> None:
-    out = bytearray(path.read_bytes())
-    for kind, position, value in edits:
-        at = position % len(out)
-        if kind == 0:
-            out[at] = value
-        elif kind == 1:
-            del out[at]
-        else:
-            out.insert(at, value)
+    raw = edited(path.read_bytes(), edits)
     for provider in (None, "ollama"):
-        response, _ = decode(bytes(out), provider)
+        response, _ = decode(raw, provider)
         assert isinstance(response.finish_reason, FinishReason)
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda children: (
-        st.lists(children, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "model",
-                    "message",
-                    "content",
-                    "thinking",
-                    "tool_calls",
-                    "function",
-                    "name",
-                    "arguments",
-                    "response",
-                    "done",
-                    "done_reason",
-                    "eval_count",
-                    "prompt_eval_count",
-                    "error",
-                ]
-            ),
-            children,
-            max_size=5,
-        )
-    ),
-    max_leaves=20,
-)
+NATIVE_KEYS = [
+    "model",
+    "message",
+    "content",
+    "thinking",
+    "tool_calls",
+    "function",
+    "name",
+    "arguments",
+    "response",
+    "done",
+    "done_reason",
+    "eval_count",
+    "prompt_eval_count",
+    "error",
+]
+JSON = keyed_json(NATIVE_KEYS)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(events=st.lists(JSON, max_size=6))
 def test_arbitrary_json_lines_never_raise(events: list[Any]) -> None:
-    decoder = ollama_module.StreamDecoder("ollama")
-    for event in events:
-        decoder.feed(None, json.dumps(event))
-    decoder.close()
-    assert isinstance(decoder.response.finish_reason, FinishReason)
+    response = feed_events(
+        ollama_module.StreamDecoder("ollama"), [(None, event) for event in events]
+    )
+    assert isinstance(response.finish_reason, FinishReason)
 
 
 # Detection -----------------------------------------------------------------------------------
@@ -400,19 +325,11 @@ def test_detection_claims_every_native_first_line() -> None:
         assert ollama_module.detect_stream(name, payload) == "ollama"
 
 
-def other_streams() -> list[Path]:
-    found = [
-        path
-        for path in sorted(FIXTURES.rglob("*"))
-        if path.is_file()
-        and (path.suffix in (".sse", ".ndjson") or path.name.endswith(".chunks.txt"))
-        and not path.name.startswith("ollama-")
-    ]
-    assert found
-    return found
-
-
-@pytest.mark.parametrize("path", other_streams(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    stream_fixtures(lambda path: path.name.startswith("ollama-")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_detection_never_claims_another_formats_first_event(path: Path) -> None:
     name, payload = first_event(path)
     assert ollama_module.detect_stream(name, payload) is None

@@ -3,13 +3,10 @@
 Recorded bodies are in tests/fixtures/openai-chat/ (see tests/fixtures/SOURCES.md); bodies
 written from OpenAI's documentation are in tests/fixtures/openai-chat/written/ (see its
 README.md). Every body is read twice: with the provider named and by shape detection.
-The property helpers at the bottom (`JSON`, `mutated`) are shared by the Azure, Responses
-and compatible-vendor tests.
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +19,21 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ToolCall
 from refusals.providers import NormalizeError, normalize
 from refusals.providers import openai_chat as chat_module
+from tests.providers._support import (
+    DECLINED,
+    FILTERED,
+    FIXTURES,
+    JSON,
+    NEXT_STEP,
+    category_and_explanation,
+    check_never_raises_but_normalize_error,
+    details_of,
+    json_fixtures,
+    read,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = FIXTURES / "openai-chat"
 WRITTEN = RECORDED / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-DECLINED = "The model declined this request"
-FILTERED = "The provider's content filter blocked this request"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(path: Path, provider: str = "openai", status: int | None = None) -> LLMResponse:
@@ -43,15 +44,6 @@ def both_ways(path: Path, provider: str = "openai", status: int | None = None) -
     named = normalize(payload, provider=provider, status=status)
     assert named == detected
     return detected
-
-
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
-
-
-def details_of(response: LLMResponse, kind: str) -> list[dict[str, Any]]:
-    return [d for d in response.decoded_details() if d.get("type") == kind]
 
 
 # Recorded responses -------------------------------------------------------------------
@@ -394,11 +386,12 @@ def test_a_long_error_message_is_bounded() -> None:
 
 # Detection stays specific -----------------------------------------------------------------
 
-OTHER_FORMATS = sorted(
-    path
-    for folder in ("anthropic", "gemini", "bedrock", "other")
-    for sub in ("", "written")
-    for path in (FIXTURES / folder / sub).glob("*.json")
+OTHER_FORMATS = json_fixtures(
+    *(
+        f"{folder}{sub}"
+        for folder in ("anthropic", "gemini", "bedrock", "other")
+        for sub in ("", "/written")
+    )
 )
 
 
@@ -428,67 +421,7 @@ def test_a_body_of_no_chat_completions_shape_is_rejected_with_a_normalize_error(
         normalize({"hello": "world"}, provider="openai")
 
 
-# Properties (helpers shared with the other OpenAI-format tests) ---------------------------
-
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found.extend(_paths(child, (*prefix, key)))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found.extend(_paths(child, (*prefix, index)))
-    return found
-
-
-@st.composite
-def mutated(draw: st.DrawFn, value: Any) -> Any:
-    """`value` with a few subtrees replaced by random JSON or deleted."""
-    value = copy.deepcopy(value)
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(value)))
-        if not path:
-            value = draw(JSON)
-            continue
-        parent = value
-        try:
-            for step in path[:-1]:
-                parent = parent[step]
-            if draw(st.booleans()) and isinstance(parent, dict):
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = draw(JSON)
-        except (KeyError, IndexError, TypeError):
-            continue
-    return value
-
-
-def check_never_raises_but_normalize_error(
-    data: st.DataObject, path: Path, providers: tuple[str | None, ...]
-) -> None:
-    """Mutated and truncated versions of the body at `path` give a response or NormalizeError."""
-    raw = read(path)
-    body = data.draw(mutated(orjson.loads(raw)))
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    status = data.draw(st.sampled_from([None, 200, 400, 403, 429, 500]))
-    for payload in (body, cut):
-        for provider in providers:
-            try:
-                result = normalize(payload, provider=provider, status=status)
-            except NormalizeError:
-                continue
-            assert isinstance(result, LLMResponse)
-            assert isinstance(result.finish_reason, FinishReason)
-
+# Properties -------------------------------------------------------------------------------
 
 ALL_PAYLOADS = (
     sorted(RECORDED.glob("*.json"))

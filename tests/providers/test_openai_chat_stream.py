@@ -4,17 +4,13 @@ Recorded streams are in tests/fixtures/openai-chat/ (see tests/fixtures/SOURCES.
 and full responses written by hand are in tests/fixtures/openai-chat/written/ (see its
 README.md). Every stream is checked for its verdict (the wire event that carries it, the
 finish reason, raw value, category, explanation and notice), against the full response it
-stands for, fed in pieces split anywhere, cut short, and mutated.
-
-The helpers here (`Case`, `check_*`, the strategies) are shared by the Azure, Responses and
-compatible-vendor stream tests.
+stands for, fed in pieces split anywhere, cut short, and mutated, by the checks in
+_support.py (`Case`, `check_*`) that the Azure, Responses and compatible-vendor stream tests
+run too.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,241 +20,32 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
-from refusals.model import FinishReason, LLMResponse
+from refusals.model import FinishReason
 from refusals.providers import normalize
 from refusals.providers import openai_chat as chat_module
 from refusals.providers import openai_responses as responses_module
-from refusals.stream import RefusalDelta, StreamError, StreamEvent, TextDelta, Verdict
-from refusals.transport.framing import SSEParser
-from refusals.transport.streams import StreamDecoder, decode_stream
-from tests.providers.test_openai_chat import JSON
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-DECLINED = "The model declined this request"
-FILTERED = "The provider's content filter blocked this request"
-INCOMPLETE = "the stream ended before its terminal event"
-BLOCKED = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
-
-
-# Shared helpers ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Case:
-    """One stream and everything it must decode to."""
-
-    path: str
-    provider: str
-    verdict_index: int
-    finish: FinishReason
-    raw: str | None
-    category: str | None = None
-    categories: tuple[str, ...] = ()
-    explanation: str | None = None
-    notice: str | None = None
-    cut_off: bool = False
-    content: str | None = None
-    partner: str | None = None
-    """The full response (or error body) the stream must agree with."""
-    named: str | None = None
-    """The provider to name when decoding (None: the stream's shape says)."""
-
-    @property
-    def data(self) -> bytes:
-        return (FIXTURES / self.path).read_bytes()
-
-    def __str__(self) -> str:
-        return self.path
-
-
-def case_id(case: Case) -> str:
-    return case.path
-
-
-def decode(data: bytes, provider: str | None = None) -> tuple[LLMResponse, StreamDecoder]:
-    response, decoder = decode_stream(data, provider)
-    return response, decoder
-
-
-def decode_with_events(
-    data: bytes, provider: str | None = None
-) -> tuple[LLMResponse, StreamDecoder, list[StreamEvent]]:
-    """Decode, keeping every stream event the decoder produced (close() included)."""
-    decoder = StreamDecoder(provider)
-    events = decoder.feed(data) + decoder.close()
-    return decoder.response, decoder, events
-
-
-def stop_fields(response: LLMResponse) -> tuple[str | None, tuple[str, ...], str | None]:
-    stop = response.stop_details
-    if stop is None:
-        return None, (), None
-    return stop.category, stop.categories, stop.explanation
-
-
-def check_case(case: Case) -> None:
-    response, decoder = decode(case.data, case.named)
-    assert response.provider == case.provider
-    assert decoder.verdict_index == case.verdict_index
-    assert response.finish_reason is case.finish
-    assert response.raw_finish_reason == case.raw
-    assert stop_fields(response) == (case.category, case.categories, case.explanation)
-    assert notice(response) == case.notice
-    assert response.cut_off is case.cut_off
-    assert response.content == case.content
-    if case.named is None:
-        # Naming the provider the shape says changes nothing.
-        assert decode(case.data, case.provider)[0] == response
-
-
-def check_equivalent(case: Case) -> None:
-    """The stream and its full response agree on everything a user is told."""
-    assert case.partner is not None
-    streamed, _ = decode(case.data, case.named)
-    full = normalize((FIXTURES / case.partner).read_bytes())
-    assert streamed.finish_reason is full.finish_reason
-    assert stop_fields(streamed) == stop_fields(full)
-    assert streamed.content == full.content
-    assert notice(streamed) == notice(full)
-    assert streamed.cut_off is full.cut_off
-    assert streamed.reasoning == full.reasoning
-    assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
-        (c.name, c.arguments) for c in full.tool_calls
-    ]
-
-
-def check_any_split(case: Case) -> None:
-    """Fed in two pieces split at every byte offset (every few for long streams), or one
-    byte at a time, the stream decodes exactly as in one piece."""
-    data = case.data
-    whole, decoder = decode(data, case.named)
-    step = max(1, len(data) // 400)
-    for cut in range(0, len(data) + 1, step):
-        response, split = decode_stream([data[:cut], data[cut:]], case.named)
-        assert response == whole, cut
-        assert split.verdict_index == decoder.verdict_index
-    response, _ = decode_stream([data[i : i + 1] for i in range(len(data))], case.named)
-    assert response == whole
-
-
-def event_ends(data: bytes) -> list[int]:
-    """Byte offsets just after each framed event (a blank line, or a JSON line's newline)."""
-    if data.lstrip()[:1] in (b"{", b"["):
-        return [match.end() for match in re.finditer(rb"\n", data)]
-    return [match.end() for match in re.finditer(rb"\r?\n\r?\n", data)]
-
-
-def check_truncations(case: Case) -> None:
-    """Cut after any whole event: before the verdict it is an error that says the stream
-    ended early (never a stop); after a refusal or filter verdict it stays one."""
-    data = case.data
-    for end in event_ends(data):
-        if end >= len(data.rstrip()):
-            continue
-        response, decoder, events = decode_with_events(data[:end], case.named)
-        if decoder.events_seen <= case.verdict_index:
-            assert response.finish_reason is FinishReason.ERROR, end
-            messages = [e.message for e in events if isinstance(e, StreamError)]
-            assert any(INCOMPLETE in m or "has no events" in m for m in messages), messages
-        elif case.finish in BLOCKED:
-            assert response.finish_reason is case.finish, end
-
-
-def split_events(data: bytes) -> tuple[list[bytes], bool]:
-    """The stream's events as byte strings (comments dropped), and whether it is JSON lines."""
-    if data.lstrip()[:1] in (b"{", b"["):
-        return [line + b"\n" for line in data.split(b"\n") if line.strip()], True
-    blocks = re.split(rb"\r?\n\r?\n", data)
-    kept = [b for b in blocks if any(not line.startswith(b":") for line in b.splitlines() if line)]
-    return [b + b"\n\n" for b in kept], False
-
-
-def junk_event(value: Any, json_lines: bool) -> bytes:
-    text = json.dumps(value).encode()  # big integers too, which orjson cannot write
-    return text + b"\n" if json_lines else b"data: " + text + b"\n\n"
-
-
-@st.composite
-def shuffled_events(draw: st.DrawFn, case: Case) -> bytes:
-    """The stream with events other than the first and the verdict's dropped or repeated,
-    and junk events inserted after the first."""
-    events, json_lines = split_events(case.data)
-    out = [events[0]]
-    for index, event in enumerate(events[1:], start=1):
-        action = (
-            "keep"
-            if index == case.verdict_index
-            else draw(st.sampled_from(["keep", "keep", "drop", "twice"]))
-        )
-        if draw(st.integers(0, 5)) == 0:
-            out.append(junk_event(draw(JSON), json_lines))
-        if action != "drop":
-            out.append(event)
-        if action == "twice":
-            out.append(event)
-    return b"".join(out)
-
-
-@st.composite
-def mutated_bytes(draw: st.DrawFn, data: bytes) -> bytes:
-    raw = bytearray(data)
-    for _ in range(draw(st.integers(1, 6))):
-        if not raw:
-            break
-        at = draw(st.integers(0, len(raw) - 1))
-        action = draw(st.sampled_from(["flip", "delete", "insert"]))
-        if action == "flip":
-            raw[at] = draw(st.integers(0, 255))
-        elif action == "delete":
-            del raw[at : at + draw(st.integers(1, 40))]
-        else:
-            piece = draw(st.sampled_from([b'"', b"{", b"}", b"null", b"[]", b"\n\n", b"1e999"]))
-            raw[at:at] = piece
-    return bytes(raw)
-
-
-def check_fuzzed(data: st.DataObject, cases: list[Case]) -> None:
-    """Truncated, mutated and reshuffled streams decode without raising; a stream that
-    carries a refusal or filter is never a stop, and one cut before its verdict is an error."""
-    case = data.draw(st.sampled_from(cases))
-    raw = case.data
-    cut = raw[: data.draw(st.integers(0, len(raw)))]
-    response, decoder = decode(cut, case.named)
-    assert isinstance(response.finish_reason, FinishReason)
-    if decoder.events_seen <= case.verdict_index:
-        assert response.finish_reason is FinishReason.ERROR
-    if case.finish in BLOCKED:
-        assert response.finish_reason is not FinishReason.STOP
-    for provider in (case.named, case.provider):
-        mutated, _ = decode(data.draw(mutated_bytes(raw)), provider)
-        assert isinstance(mutated.finish_reason, FinishReason)
-    if case.finish in BLOCKED:
-        shuffled, _ = decode(data.draw(shuffled_events(case)), case.provider)
-        assert shuffled.finish_reason in BLOCKED
-
-
-def first_event(path: Path) -> tuple[str | None, Any]:
-    """The SSE event name (None for JSON lines) and decoded payload of a stream's first event."""
-    data = path.read_bytes()
-    if data.lstrip()[:1] in (b"{", b"["):
-        return None, orjson.loads(data.lstrip().split(b"\n", 1)[0])
-    events = SSEParser().feed(data)
-    assert events, path
-    try:
-        payload = orjson.loads(events[0].data)
-    except orjson.JSONDecodeError:
-        payload = None
-    return events[0].event, payload
-
-
-def stream_files(*folders: str) -> list[Path]:
-    found: list[Path] = []
-    for folder in folders:
-        for sub in ("", "written"):
-            directory = FIXTURES / folder / sub
-            found += sorted(directory.glob("*.sse")) + sorted(directory.glob("*.chunks.txt"))
-    return found
+from refusals.stream import RefusalDelta, StreamError, TextDelta, Verdict
+from tests.providers._support import (
+    CHAT_STREAMS,
+    DECLINED,
+    DONE,
+    FILTERED,
+    FIXTURES,
+    INCOMPLETE,
+    NEXT_STEP,
+    Case,
+    case_id,
+    check_any_split,
+    check_case,
+    check_equivalent,
+    check_fuzzed,
+    check_truncations,
+    decode,
+    decode_with_events,
+    first_event,
+    sse_chunk,
+    stream_files,
+)
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
@@ -271,10 +58,7 @@ def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extr
         "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
     }
     body.update(extra)
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-DONE = b"data: [DONE]\n\n"
+    return sse_chunk(body)
 
 
 # The streams ------------------------------------------------------------------------------
@@ -527,9 +311,7 @@ def test_a_stream_cut_before_its_finish_is_an_error_that_says_so() -> None:
     assert response.finish_reason is FinishReason.ERROR
     assert response.cut_off is True
     assert decoder.verdict_index is None
-    assert [e.message for e in events if isinstance(e, StreamError)] == [
-        f"{INCOMPLETE}; the response is incomplete"
-    ]
+    assert [e.message for e in events if isinstance(e, StreamError)] == [INCOMPLETE]
 
 
 # Tool calls ------------------------------------------------------------------------------
@@ -637,8 +419,6 @@ def test_an_error_event_named_error_ends_the_answer_as_an_error() -> None:
 
 # Detection -------------------------------------------------------------------------------
 
-CHAT_STREAMS = stream_files("openai-chat", "openrouter", "deepseek", "xai", "groq", "mistral")
-CHAT_STREAMS += [p for p in stream_files("azure", "ollama") if "responses" not in p.name]
 OTHER_STREAMS = [
     path
     for path in stream_files(

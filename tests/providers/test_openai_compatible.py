@@ -19,16 +19,17 @@ from hypothesis import strategies as st
 from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ToolCall
 from refusals.providers import normalize
-from tests.providers.test_openai_chat import JSON, check_never_raises_but_normalize_error
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-DECLINED = "The model declined this request"
-FILTERED = "The provider's content filter blocked this request"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
+from tests.providers._support import (
+    DECLINED,
+    FILTERED,
+    FIXTURES,
+    JSON,
+    NEXT_STEP,
+    category_and_explanation,
+    check_never_raises_but_normalize_error,
+    details_of,
+    read,
+)
 
 
 def written(vendor: str, name: str) -> Path:
@@ -51,15 +52,6 @@ def named(path: Path, provider: str, status: int | None = None) -> LLMResponse:
     assert response.provider == provider
     assert response.api == "chat.completions"
     return response
-
-
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
-
-
-def details_of(response: LLMResponse, kind: str) -> list[dict[str, Any]]:
-    return [d for d in response.decoded_details() if d.get("type") == kind]
 
 
 # OpenRouter -------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -20,7 +19,7 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason
 from refusals.providers import normalize
 from refusals.stream import ReasoningDelta, StreamError
-from tests.providers.test_openai_chat_stream import (
+from tests.providers._support import (
     DECLINED,
     DONE,
     FILTERED,
@@ -35,6 +34,7 @@ from tests.providers.test_openai_chat_stream import (
     check_truncations,
     decode,
     decode_with_events,
+    sse_chunk,
 )
 
 CASES = [
@@ -208,7 +208,7 @@ def openrouter_chunk(
         ],
     }
     body.update(extra)
-    return b"data: " + orjson.dumps(body) + b"\n\n"
+    return sse_chunk(body)
 
 
 # OpenRouter ---------------------------------------------------------------------------------

@@ -19,21 +19,20 @@ from refusals import notice
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ToolCall
 from refusals.providers import NormalizeError, normalize
 from refusals.providers import openai_responses as responses_module
-from tests.providers.test_openai_chat import (
+from tests.providers._support import (
+    DECLINED,
+    FILTERED,
+    FIXTURES,
     JSON,
+    NEXT_STEP,
+    category_and_explanation,
     check_never_raises_but_normalize_error,
+    json_fixtures,
+    read,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RECORDED = FIXTURES / "openai-responses"
 WRITTEN = RECORDED / "written"
-NEXT_STEP = "The request was not retried; rephrase it or switch models."
-DECLINED = "The model declined this request"
-FILTERED = "The provider's content filter blocked this request"
-
-
-def read(path: Path) -> bytes:
-    return path.read_bytes()
 
 
 def both_ways(body: bytes | dict[str, Any]) -> LLMResponse:
@@ -43,11 +42,6 @@ def both_ways(body: bytes | dict[str, Any]) -> LLMResponse:
     assert detected.api == "responses"
     assert normalize(body, provider="openai-responses") == detected
     return detected
-
-
-def category_and_explanation(response: LLMResponse) -> tuple[str | None, str | None]:
-    stop = response.stop_details
-    return (stop.category, stop.explanation) if stop is not None else (None, None)
 
 
 # Recorded -------------------------------------------------------------------------------
@@ -224,11 +218,12 @@ def test_looks_like_tells_responses_objects_from_chat_bodies_and_errors() -> Non
     assert not any(responses_module.looks_like(orjson.loads(read(p))) for p in others)
 
 
-OTHER_FORMATS = sorted(
-    path
-    for folder in ("anthropic", "gemini", "bedrock", "other", "openai-chat", "openrouter")
-    for sub in ("", "written")
-    for path in (FIXTURES / folder / sub).glob("*.json")
+OTHER_FORMATS = json_fixtures(
+    *(
+        f"{folder}{sub}"
+        for folder in ("anthropic", "gemini", "bedrock", "other", "openai-chat", "openrouter")
+        for sub in ("", "/written")
+    )
 )
 
 

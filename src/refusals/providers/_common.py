@@ -1,11 +1,19 @@
-"""Pieces every provider module shares: the payload error, field readers, error defaults."""
+"""Pieces every provider module shares: the payload error, field readers, error defaults,
+error-message hygiene (secret redaction, bounding, error pages), JSON text of decoded
+values, and the events of an error inside a stream."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError, StopDetails
+from refusals.refusal import truncate_within
+from refusals.stream import StreamError, StreamEvent, Verdict
 
 JsonObject = dict[str, Any]
 
@@ -98,3 +106,196 @@ def error_response(
 
 def _status_text(status: int | None) -> str | None:
     return None if status is None else f"http_{status}"
+
+
+# --- finish reasons -------------------------------------------------------------------
+
+INTERRUPTED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR})
+"""Finish reasons after which whatever content came is marked cut off."""
+
+FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+"""Stream verdicts that no later event overturns (the accumulator keeps them too)."""
+
+
+def interrupted(finish: FinishReason) -> bool:
+    """Whether content that came before this finish reason was cut off."""
+    return finish in INTERRUPTED
+
+
+def typed_detail(kind: str, name: str, value: str | None) -> str:
+    """A reasoning detail `{"type": kind, name: value}` as JSON text (no `name` when None)."""
+    fields: JsonObject = {"type": kind}
+    if value is not None:
+        fields[name] = value
+    return orjson.dumps(fields).decode()
+
+
+def key_names(body: JsonObject) -> str:
+    """The first keys of a body, for an error message that says what came instead."""
+    names = list(body)[:8]
+    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"
+
+
+# --- JSON text of decoded values --------------------------------------------------------
+
+
+def json_text(value: Any, default: str = "") -> str:
+    """Compact JSON text of an already decoded value, never raising; `default` when even the
+    standard library cannot write it (orjson cannot write integers beyond 64 bits)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        try:
+            return json.dumps(value, default=str, separators=(",", ":"))
+        except (ValueError, TypeError, RecursionError):
+            return default
+
+
+def arguments_text(value: Any, absent: str = "{}") -> str:
+    """Tool-call arguments as text: a string as given (providers that stream arguments send
+    JSON text), `absent` for none (or for a value no JSON can hold), anything else as JSON."""
+    if value is None:
+        return absent
+    if isinstance(value, str):
+        return value
+    return json_text(value, absent)
+
+
+# --- error messages ---------------------------------------------------------------------
+
+MAX_MESSAGE_CHARS = 1000
+"""Default upper bound, in code points, on an error message copied from a provider body."""
+
+REDACTED = "[redacted]"
+"""What a secret in an error message is replaced with."""
+
+# One alternative a kind of secret: (what names it, kept when names are kept; the secret).
+# Alternatives are tried in this order where several start at the same place: the ones
+# that read further (query parameters before headers, `sk-...` with dots before without).
+_NAMED_SECRETS = (
+    # OpenAI and xAI echo the wrong key: "Incorrect API key provided: sk-...." (a final "."
+    # is prose).
+    (r"(?i:incorrect api key provided:\s*)", r"\S+?(?=\.?(?:\s|$))"),
+    # xAI: "Team: <id>, API key ID: <id>".
+    (r"(?i:\b(?:api key id|team):\s*)", r"[^,\s]+"),
+    # Query parameters: "?key=...", "&access_token=...".
+    (r"(?i:\b(?:api_?key|key|token|access_token)=)", r"[^\s&\"',)\]}]+"),
+    # API-key headers; the value stops at a closing bracket of the prose around it.
+    (
+        r"(?i:\bx-(?:goog-)?api-key\b[\"']?\s*[:=]?\s*[\"']?"
+        r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?)",
+        r"[^\s\"',)\]}]+",
+    ),
+    # Other credential headers, with the authorization scheme.
+    (
+        r"(?i:(?:x-amz-security-token|api[-_ ]?key|authorization)[\"']?\s*[:=]\s*[\"']?"
+        r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?)",
+        r"[^\s\"',;}]+",
+    ),
+    (r"(?i:\bbearer\s+)", r"[^\s\"',)\]}]+"),
+)
+_PROSE_NAMES = 2
+"""How many of the first alternatives are named by prose, which is kept in every case."""
+_BARE_SECRETS = (
+    # Keys: OpenAI `sk-...`, `sk-proj-...`, Groq `gsk_...`, xAI `xai-...`, Stripe-style
+    # `rk_`/`pk_`; Anthropic `sk-ant-...`; AWS access key ids; Google API keys.
+    r"\b(?:sk|gsk|xai|rk|pk)[-_][A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*-]",
+    r"(?i:\bsk-[A-Za-z0-9_-]{6,})",
+    r"(?i:\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
+    r"(?i:\bAIza[0-9A-Za-z_-]{10,})",
+)
+_SECRETS = re.compile(
+    "|".join(
+        [f"(?P<n{i}>{name}){secret}" for i, (name, secret) in enumerate(_NAMED_SECRETS)]
+        + list(_BARE_SECRETS)
+    )
+)
+_KEPT_NAMES = frozenset(f"n{i}" for i in range(_PROSE_NAMES))
+
+
+def redact(text: str, *, keep_names: bool = True) -> str:
+    """`text` with API keys, tokens and credential headers replaced by `REDACTED`.
+
+    With `keep_names`, what names a secret stays ("Authorization: Bearer [redacted]",
+    "?key=[redacted]"); without it the header or parameter goes too ("[redacted]"). Prose
+    that names a secret ("Incorrect API key provided:", "Team:") stays either way.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.lastgroup
+        if name is None or not (keep_names or name in _KEPT_NAMES):
+            return REDACTED
+        return match.group(name) + REDACTED
+
+    return _SECRETS.sub(replace, text)
+
+
+def bounded_message(
+    text: str | None, *, limit: int = MAX_MESSAGE_CHARS, keep_names: bool = True
+) -> str | None:
+    """A provider's error message made safe to show: secrets redacted, on one line, at most
+    `limit` code points; None when nothing is left."""
+    if text is None:
+        return None
+    # Only the first `limit` code points are shown, so a huge page is cut long before the
+    # redaction patterns run on it; the margin keeps any secret that starts in the shown
+    # part whole, so it is still recognised and replaced.
+    text = " ".join(text.split())[: limit + _REDACTION_MARGIN]
+    text = " ".join(redact(text, keep_names=keep_names).split())
+    return truncate_within(text, limit, "...") or None
+
+
+_REDACTION_MARGIN = 4096
+
+
+_TAGS = re.compile(r"<[^>]*>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def strip_tags(text: str) -> str:
+    """`text` with its markup tags replaced by spaces."""
+    return _TAGS.sub(" ", text)
+
+
+def page_text(text: str) -> str:
+    """The readable part of a non-JSON error body: an HTML page's title, or its text."""
+    title = _TITLE.search(text)
+    if title is not None and title.group(1).strip():
+        return title.group(1)
+    return strip_tags(text) if "<" in text else text
+
+
+POLICY_BLOCK = re.compile(
+    r"\b(?:blocked|flagged|filtered)\b.{0,60}?\b(?:content[ _-]?filter\w*|guardrails?"
+    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b",
+    re.IGNORECASE | re.DOTALL,
+)
+"""An error message that says a filter blocked the input or output ("Output blocked by
+content filtering policy", "This request has been blocked by our content filters")."""
+
+
+def says_blocked(message: str | None, pattern: re.Pattern[str] = POLICY_BLOCK) -> bool:
+    """Whether an error message says the request or its output was blocked by a policy,
+    by `pattern` (each provider words it its own way)."""
+    return message is not None and pattern.search(message) is not None
+
+
+# --- errors inside a stream -------------------------------------------------------------
+
+
+def stream_error(result: LLMResponse, fallback: str) -> StreamError:
+    """The `StreamError` of an error `parse_error` read; `fallback` when it has no message."""
+    error = result.error
+    message = error.message if error is not None else None
+    return StreamError(message or fallback, error)
+
+
+def error_events(result: LLMResponse, decided: Verdict | None, fallback: str) -> list[StreamEvent]:
+    """An error event in a stream: the error, and the verdict `parse_error` gave its body
+    (a policy block is a content filter with the message as its explanation). After a
+    refusal or filter verdict only the error is added: its message does not explain the
+    block."""
+    events: list[StreamEvent] = [stream_error(result, fallback)]
+    if decided is None or decided.finish_reason not in FINAL:
+        events.append(Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details))
+    return events

@@ -23,12 +23,8 @@ complete at `message_stop`.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import fields
 from typing import Any
-
-import orjson
 
 from refusals.model import (
     Detail,
@@ -45,14 +41,20 @@ from refusals.providers._common import (
     JsonObject,
     NormalizeError,
     arr,
+    bounded_message,
+    error_events,
     error_response,
     integer,
+    interrupted,
+    json_text,
     obj,
+    page_text,
     require_object,
+    says_blocked,
     status_error_kind,
     string,
+    typed_detail,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     FallbackSeam,
     ReasoningDelta,
@@ -103,26 +105,6 @@ NOT_RETRYABLE_ERROR_CODES: dict[str, ErrorKind] = {
 MAX_ERROR_MESSAGE_CHARS = 500
 """Upper bound, in code points, on an error message copied from a provider body."""
 
-# "Output blocked by content filtering policy" (HTTP 400 invalid_request_error) and
-# similar wordings: a policy block, not a malformed request.
-_POLICY_BLOCK = re.compile(
-    r"\b(?:blocked|flagged|filtered)\b.{0,60}?\b(?:content[ _-]?filter\w*|guardrails?"
-    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b",
-    re.IGNORECASE | re.DOTALL,
-)
-
-_SECRETS = re.compile(
-    r"(?:x-api-key|api[-_ ]?key|authorization|x-goog-api-key)[\"']?\s*[:=]\s*[\"']?"
-    r"(?:(?:bearer|basic)\s+)?[^\s\"',;}]+"
-    r"|\bbearer\s+[A-Za-z0-9._~+/=-]+"
-    r"|\bsk-[A-Za-z0-9_-]{6,}"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    re.IGNORECASE,
-)
-_REDACTED = "[REDACTED]"
-_TAGS = re.compile(r"<[^>]*>")
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-
 
 def detect_provider(body: JsonObject) -> str | None:
     """`"anthropic"` for a Messages response or an Anthropic error body, else None."""
@@ -167,15 +149,15 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             text = string(block.get("thinking"))
             if text:
                 thinking.append(text)
-            details.append(_detail("thinking", "signature", string(block.get("signature"))))
+            details.append(typed_detail("thinking", "signature", string(block.get("signature"))))
         elif kind == "redacted_thinking":
-            details.append(_detail("redacted_thinking", "data", string(block.get("data"))))
+            details.append(typed_detail("redacted_thinking", "data", string(block.get("data"))))
         elif kind == "tool_use":
             tool_calls.append(
                 ToolCall(
                     id=string(block.get("id")) or "",
                     name=string(block.get("name")) or "",
-                    arguments=_json_text(block["input"]) if "input" in block else "",
+                    arguments=json_text(block["input"]) if "input" in block else "",
                 )
             )
         elif kind == "fallback":
@@ -204,16 +186,16 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         request_id=string(body.get("id")),
         provider=provider,
         api=API,
-        cut_off=_interrupted(finish) and bool(content or tool_calls or reasoning),
+        cut_off=interrupted(finish) and bool(content or tool_calls or reasoning),
     )
 
 
 def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
     """An HTTP error body (JSON, or the text of a non-JSON page) as an `LLMResponse`."""
     if isinstance(body, str):
-        message = _bounded_message(_page_text(body))
+        message = _bounded_message(page_text(body))
         kind = status_error_kind(status)
-        if kind is not ErrorKind.TRANSIENT and _looks_like_policy_block(message):
+        if kind is not ErrorKind.TRANSIENT and says_blocked(message):
             kind = ErrorKind.POLICY
         return _error(ProviderError(kind, status, None, message), provider)
     body = require_object(body, "an Anthropic error body")
@@ -227,7 +209,9 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     if detail_code is not None and detail_code in NOT_RETRYABLE_ERROR_CODES:
         kind = NOT_RETRYABLE_ERROR_CODES[detail_code]
         code = detail_code
-    if kind is not ErrorKind.TRANSIENT and _looks_like_policy_block(message):
+    # "Output blocked by content filtering policy" (HTTP 400 invalid_request_error) and
+    # similar wordings: a policy block, not a malformed request.
+    if kind is not ErrorKind.TRANSIENT and says_blocked(message):
         kind = ErrorKind.POLICY
     return _error(
         ProviderError(kind, status, code, message),
@@ -251,41 +235,9 @@ def _stop_details(value: Any) -> StopDetails | None:
     return None if stop.is_empty() else stop
 
 
-def _json_text(value: Any) -> str:
-    """Compact JSON text of an already decoded value (tool input), never raising."""
-    try:
-        return orjson.dumps(value).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        try:
-            return json.dumps(value, default=str, separators=(",", ":"))
-        except (ValueError, TypeError, RecursionError):
-            return ""
-
-
-def _redact(text: str) -> str:
-    """`text` with API keys, bearer tokens and credential headers replaced."""
-    return _SECRETS.sub(_REDACTED, text)
-
-
 def _bounded_message(text: str | None) -> str | None:
-    """A provider's error message made safe to show: redacted, on one line, bounded."""
-    if text is None:
-        return None
-    text = " ".join(_redact(text).split())
-    return truncate_within(text, MAX_ERROR_MESSAGE_CHARS, "...") or None
-
-
-def _page_text(text: str) -> str:
-    """The readable part of a non-JSON error body (an HTML page's title, or its text)."""
-    title = _TITLE.search(text)
-    if title is not None and title.group(1).strip():
-        return title.group(1)
-    return _TAGS.sub(" ", text) if "<" in text else text
-
-
-def _looks_like_policy_block(message: str | None) -> bool:
-    """Whether an error message says the input or output was blocked by a policy filter."""
-    return message is not None and _POLICY_BLOCK.search(message) is not None
+    # A credential header goes whole, name and all: "invalid [redacted]".
+    return bounded_message(text, limit=MAX_ERROR_MESSAGE_CHARS, keep_names=False)
 
 
 def _error(error: ProviderError, provider: str, request_id: str | None = None) -> LLMResponse:
@@ -343,17 +295,6 @@ def _model_name(value: Any) -> str | None:
     return string(value)
 
 
-def _detail(kind: str, name: str, value: str | None) -> str:
-    fields: JsonObject = {"type": kind}
-    if value is not None:
-        fields[name] = value
-    return orjson.dumps(fields).decode()
-
-
-def _interrupted(finish: FinishReason) -> bool:
-    return finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
-
-
 # --- streams ------------------------------------------------------------------------
 
 STREAM_EVENTS = frozenset(
@@ -369,8 +310,6 @@ STREAM_EVENTS = frozenset(
     }
 )
 """Event types of a Messages stream; the SSE event name repeats the payload `type`."""
-
-_TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -491,7 +430,9 @@ class StreamDecoder(WireDecoder):
         elif kind == "thinking":
             events += self._thinking(state, string(block.get("thinking")))
         elif kind == "redacted_thinking":
-            self.acc.add_detail(_detail("redacted_thinking", "data", string(block.get("data"))))
+            self.acc.add_detail(
+                typed_detail("redacted_thinking", "data", string(block.get("data")))
+            )
             del self._blocks[index]
         elif kind == "tool_use":
             events.append(
@@ -553,12 +494,12 @@ class StreamDecoder(WireDecoder):
 
     def _close(self, index: int, block: _Block, complete: bool = True) -> list[StreamEvent]:
         if block.kind == "thinking":
-            self.acc.add_detail(_detail("thinking", "signature", block.signature))
+            self.acc.add_detail(typed_detail("thinking", "signature", block.signature))
         elif (
             block.kind == "tool_use" and complete and not block.streamed and block.input is not None
         ):
             # No argument deltas: the start's input is the whole input, as in a full body.
-            return [ToolCallDelta(index, arguments=_json_text(block.input))]
+            return [ToolCallDelta(index, arguments=json_text(block.input))]
         return []
 
     def _close_all(self, complete: bool = True) -> list[StreamEvent]:
@@ -596,22 +537,12 @@ class StreamDecoder(WireDecoder):
         return events
 
     def _error(self, payload: JsonObject) -> list[StreamEvent]:
-        error = parse_error(payload, None, self.acc.provider or "anthropic").error
-        if error is None:  # pragma: no cover - parse_error always classifies
-            return [StreamError("the stream reported an error")]
-        message = error.message or f"the stream reported an error ({error.code or 'unknown'})"
-        events: list[StreamEvent] = [StreamError(message, error)]
-        current = self.acc.verdict
-        if current is None or current.finish_reason not in _TERMINAL:
-            # The error decides the response: give it the facts an error body gives.
-            finish = (
-                FinishReason.CONTENT_FILTER
-                if error.kind is ErrorKind.POLICY
-                else FinishReason.ERROR
-            )
-            stop = StopDetails(explanation=error.message) if error.message else None
-            events.append(Verdict(finish, error.code, stop))
-        return events
+        # Unless a refusal or filter was decided, the error decides the response, with the
+        # facts an error body gives.
+        result = parse_error(payload, None, self.acc.provider or "anthropic")
+        code = result.error.code if result.error is not None else None
+        fallback = f"the stream reported an error ({code or 'unknown'})"
+        return error_events(result, self.acc.verdict, fallback)
 
 
 def _keep_first(first: StopDetails | None, later: StopDetails | None) -> StopDetails | None:

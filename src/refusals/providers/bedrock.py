@@ -32,12 +32,9 @@ event after it.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
-
-import orjson
 
 from refusals.model import (
     Detail,
@@ -53,14 +50,20 @@ from refusals.providers._common import (
     JsonObject,
     NormalizeError,
     arr,
+    bounded_message,
+    error_events,
     error_response,
     integer,
+    interrupted,
+    json_text,
     obj,
+    page_text,
     require_object,
+    says_blocked,
     status_error_kind,
     string,
+    typed_detail,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     ReasoningDelta,
     StreamError,
@@ -117,26 +120,7 @@ MAX_ERROR_MESSAGE_CHARS = 500
 
 _BLOCKED = "BLOCKED"
 
-# "This request has been blocked by our content filters." and similar wordings of a
-# ValidationException: a policy block, not a malformed request.
-_POLICY_BLOCK = re.compile(
-    r"\b(?:blocked|flagged|filtered)\b.{0,60}?\b(?:content[ _-]?filter\w*|guardrails?"
-    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b",
-    re.IGNORECASE | re.DOTALL,
-)
 _THROTTLED = re.compile(r"too many requests|rate exceeded|throttl", re.IGNORECASE)
-
-_SECRETS = re.compile(
-    r"(?:x-api-key|api[-_ ]?key|authorization|x-amz-security-token)[\"']?\s*[:=]\s*[\"']?"
-    r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?[^\s\"',;}]+"
-    r"|\bbearer\s+[A-Za-z0-9._~+/=-]+"
-    r"|\bsk-[A-Za-z0-9_-]{6,}"
-    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    re.IGNORECASE,
-)
-_REDACTED = "[REDACTED]"
-_TAGS = re.compile(r"<[^>]*>")
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 # Findings of an automated reasoning check that contradict the policy. The check reports
 # findings but no action of its own, so they only name a block that the stop reason or
@@ -200,7 +184,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
                 ToolCall(
                     id=string(tool.get("toolUseId")) or "",
                     name=string(tool.get("name")) or "",
-                    arguments=_json_text(tool["input"]) if "input" in tool else "",
+                    arguments=json_text(tool["input"]) if "input" in tool else "",
                 )
             )
         reasoning = block.get("reasoningContent")
@@ -211,11 +195,11 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
                 if text:
                     thinking.append(text)
                 details.append(
-                    _detail("thinking", "signature", string(reasoning_text.get("signature")))
+                    typed_detail("thinking", "signature", string(reasoning_text.get("signature")))
                 )
             if "redactedContent" in reasoning:
                 details.append(
-                    _detail("redacted_thinking", "data", _base64(reasoning["redactedContent"]))
+                    typed_detail("redacted_thinking", "data", _base64(reasoning["redactedContent"]))
                 )
 
     raw = string(body.get("stopReason"))
@@ -238,7 +222,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         request_id=string(metadata.get("RequestId")),
         provider=provider,
         api=API,
-        cut_off=_interrupted(finish) and bool(content or tool_calls or reasoning_text_all),
+        cut_off=interrupted(finish) and bool(content or tool_calls or reasoning_text_all),
     )
 
 
@@ -247,7 +231,7 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     request_id: str | None = None
     if isinstance(body, str):
         name: str | None = None
-        message = _bounded_message(_page_text(body))
+        message = _bounded_message(page_text(body))
     else:
         body = require_object(body, "a Bedrock error body")
         error = obj(body.get("Error"))
@@ -278,7 +262,9 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
         kind = ErrorKind.TRANSIENT
     else:
         kind = status_error_kind(status)
-    if kind is not ErrorKind.TRANSIENT and _looks_like_policy_block(message):
+    # "This request has been blocked by our content filters." and similar wordings of a
+    # ValidationException: a policy block, not a malformed request.
+    if kind is not ErrorKind.TRANSIENT and says_blocked(message):
         kind = ErrorKind.POLICY
     error_obj = ProviderError(kind, status, name, message)
     stop = StopDetails(explanation=message) if message is not None else None
@@ -410,46 +396,9 @@ def _base64(value: Any) -> str | None:
     return string(value)
 
 
-def _json_text(value: Any) -> str:
-    """Compact JSON text of an already decoded value (tool input), never raising."""
-    try:
-        return orjson.dumps(value).decode()
-    except (orjson.JSONEncodeError, TypeError):
-        try:
-            return json.dumps(value, default=str, separators=(",", ":"))
-        except (ValueError, TypeError, RecursionError):
-            return ""
-
-
 def _bounded_message(text: str | None) -> str | None:
-    """A provider's error message made safe to show: redacted, on one line, bounded."""
-    if text is None:
-        return None
-    text = " ".join(_SECRETS.sub(_REDACTED, text).split())
-    return truncate_within(text, MAX_ERROR_MESSAGE_CHARS, "...") or None
-
-
-def _page_text(text: str) -> str:
-    """The readable part of a non-JSON error body (an HTML page's title, or its text)."""
-    title = _TITLE.search(text)
-    if title is not None and title.group(1).strip():
-        return title.group(1)
-    return _TAGS.sub(" ", text) if "<" in text else text
-
-
-def _looks_like_policy_block(message: str | None) -> bool:
-    return message is not None and _POLICY_BLOCK.search(message) is not None
-
-
-def _detail(kind: str, name: str, value: str | None) -> str:
-    fields: JsonObject = {"type": kind}
-    if value is not None:
-        fields[name] = value
-    return orjson.dumps(fields).decode()
-
-
-def _interrupted(finish: FinishReason) -> bool:
-    return finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
+    # A credential header goes whole, name and all: "Credential=[redacted]/..., [redacted]".
+    return bounded_message(text, limit=MAX_ERROR_MESSAGE_CHARS, keep_names=False)
 
 
 # --- streams ------------------------------------------------------------------------
@@ -465,8 +414,6 @@ STREAM_EVENTS = frozenset(
     }
 )
 """ConverseStream event types (the `:event-type` header, or the key of a decoded event)."""
-
-_TERMINAL = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -622,9 +569,9 @@ class StreamDecoder(WireDecoder):
 
     def _close(self, index: int, block: _Block, complete: bool = True) -> list[StreamEvent]:
         if block.thinking:
-            self.acc.add_detail(_detail("thinking", "signature", block.signature))
+            self.acc.add_detail(typed_detail("thinking", "signature", block.signature))
         if block.redacted is not None:
-            self.acc.add_detail(_detail("redacted_thinking", "data", block.redacted))
+            self.acc.add_detail(typed_detail("redacted_thinking", "data", block.redacted))
         if block.kind == "tool" and complete and not block.streamed:
             # No input deltas: an empty input, which a full response gives as {}.
             return [ToolCallDelta(index, arguments="{}")]
@@ -668,22 +615,11 @@ class StreamDecoder(WireDecoder):
         if isinstance(payload, str):
             body["message"] = payload
         body["__type"] = name
-        error = parse_error(body, None, self.acc.provider or "bedrock").error
-        if error is None:  # pragma: no cover - parse_error always classifies
-            return [StreamError(f"the stream reported {name}")]
-        message = error.message or f"the stream reported {error.code or name}"
-        events: list[StreamEvent] = [StreamError(message, error)]
-        current = self.acc.verdict
-        if current is None or current.finish_reason not in _TERMINAL:
-            # The exception decides the response: give it the facts an error body gives.
-            finish = (
-                FinishReason.CONTENT_FILTER
-                if error.kind is ErrorKind.POLICY
-                else FinishReason.ERROR
-            )
-            stop = StopDetails(explanation=error.message) if error.message else None
-            events.append(Verdict(finish, error.code, stop))
-        return events
+        # Unless a filter was decided, the exception decides the response, with the facts
+        # an error body gives.
+        result = parse_error(body, None, self.acc.provider or "bedrock")
+        code = result.error.code if result.error is not None else None
+        return error_events(result, self.acc.verdict, f"the stream reported {code or name}")
 
 
 def _is_exception(name: str) -> bool:

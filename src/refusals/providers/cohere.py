@@ -29,8 +29,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
 from refusals.model import (
     Detail,
     ErrorKind,
@@ -42,16 +40,23 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    INTERRUPTED,
     JsonObject,
     NormalizeError,
+    arguments_text,
     arr,
+    bounded_message,
+    error_events,
     error_response,
     integer,
+    key_names,
     obj,
+    says_blocked,
     status_error_kind,
+    stream_error,
     string,
+    strip_tags,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     ReasoningDelta,
     StreamError,
@@ -95,13 +100,7 @@ _TRANSIENT_MESSAGE = re.compile(
     r"rate limit|too many requests|trial key|try again|overloaded|unavailable", re.IGNORECASE
 )
 _UPPER_VALUE = re.compile(r"[A-Z][A-Z_]*")
-_MAX_MESSAGE_CHARS = 1000
-_SECRET = re.compile(
-    r"(?i)(?:\bsk-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}|\bbearer\s+[^\s\"',)\]}]+"
-    r"|\bx-(?:goog-)?api-key\b\s*[:=]?\s*[^\s\"',)\]}]*"
-    r"|\b(?:api_?key|key|token|access_token)=[^\s&\"',]+)"
-)
-_TAG = re.compile(r"<[^>]*>")
+_ERROR_FALLBACK = "the Cohere stream reported an error"
 
 
 def detect_provider(body: JsonObject) -> str | None:
@@ -144,7 +143,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     if not any(name in body for name in ("text", "generation_id", "finish_reason")):
         raise NormalizeError(
             "expected a Cohere chat response (v2: id, message, finish_reason; v1: text, "
-            f"generation_id, finish_reason); got keys: {_keys(body)}"
+            f"generation_id, finish_reason); got keys: {key_names(body)}"
         )
     return _parse_v1(body, provider)
 
@@ -179,7 +178,7 @@ def _parse_v2(body: JsonObject, provider: str) -> LLMResponse:
             ToolCall(
                 id=string(call.get("id")) or "",
                 name=string(function.get("name")) or "",
-                arguments=arguments if isinstance(arguments, str) else _json_text(arguments),
+                arguments=arguments_text(arguments),
             )
         )
     usage = obj(body.get("usage"))
@@ -201,7 +200,7 @@ def _parse_v1(body: JsonObject, provider: str) -> LLMResponse:
         calls.append(
             ToolCall(
                 name=string(call.get("name")) or "",
-                arguments=_json_text(call.get("parameters")),
+                arguments=arguments_text(call.get("parameters")),
             )
         )
     meta = obj(body.get("meta"))
@@ -238,11 +237,7 @@ def _result(
     raw = string(body.get("finish_reason"))
     finish, stop = _finish(raw, bool(tool_calls))
     details: list[Detail] = [stop.to_detail()] if stop is not None else []
-    cut_off = bool(content or tool_calls) and finish in (
-        FinishReason.CONTENT_FILTER,
-        FinishReason.REFUSAL,
-        FinishReason.ERROR,
-    )
+    cut_off = bool(content or tool_calls) and finish in INTERRUPTED
     return LLMResponse(
         content=content,
         tool_calls=tool_calls,
@@ -263,14 +258,15 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     """An HTTP error body (`{"message": "..."}`), or the text of a page sent instead."""
     payload: Any = body
     if isinstance(payload, str):
-        text: str | None = _TAG.sub(" ", payload)
+        text: str | None = strip_tags(payload)
     else:
         fields = obj(payload)
         text = string(fields.get("message"))
         if text is None:
             error = fields.get("error")
             text = string(error) or string(obj(error).get("message"))
-    message = _clean_message(text) if text is not None else None
+    # A credential goes whole, name and all: "invalid api token: [redacted]".
+    message = bounded_message(text, keep_names=False)
     kind = _error_kind(status, message)
     stop = StopDetails(explanation=message) if message else None
     return error_response(
@@ -310,10 +306,6 @@ V1_STREAM_EVENTS = frozenset(
     }
 )
 """v1 `event_type`s; `stream-end` is terminal and carries the whole response."""
-
-
-# Verdicts that no later event overturns (the accumulator keeps them too).
-_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -366,9 +358,8 @@ class StreamDecoder(WireDecoder):
         if isinstance(kind, str):
             return self._v1(kind, payload)
         if is_error(payload):
-            return _error_events(
-                parse_error(payload, None, self.acc.provider or "cohere"), self.acc.verdict
-            )
+            result = parse_error(payload, None, self.acc.provider or "cohere")
+            return error_events(result, self.acc.verdict, _ERROR_FALLBACK)
         return []
 
     # v2 ------------------------------------------------------------------------------
@@ -499,7 +490,7 @@ class StreamDecoder(WireDecoder):
                 ToolCallDelta(
                     index,
                     name=string(call.get("name")) or None,
-                    arguments=_json_text(call.get("parameters")),
+                    arguments=arguments_text(call.get("parameters")),
                 )
             )
         return events
@@ -516,29 +507,11 @@ class StreamDecoder(WireDecoder):
         if error:
             # The error text is kept with the error; the verdict is the finish reason's.
             result = parse_error({"message": error}, None, self.acc.provider or "cohere")
-            events.append(_stream_error(result))
+            events.append(stream_error(result, _ERROR_FALLBACK))
         finish, stop = _finish(raw, bool(self._tool_calls))
         events.append(Verdict(finish, raw, stop))
         self.done = True
         return events
-
-
-def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
-    """An error event in a stream: the error, and the verdict `parse_error` gives its body
-    (a policy block is a content filter with the message as its explanation). After a
-    refusal or filter verdict only the error is added: its message does not explain the block."""
-    if decided is not None and decided.finish_reason in _FINAL:
-        return [_stream_error(result)]
-    return [
-        _stream_error(result),
-        Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details),
-    ]
-
-
-def _stream_error(result: LLMResponse) -> StreamError:
-    error = result.error
-    message = error.message if error is not None else None
-    return StreamError(message or "the Cohere stream reported an error", error)
 
 
 def _index(value: Any, default: int) -> int:
@@ -548,11 +521,7 @@ def _index(value: Any, default: int) -> int:
 
 
 def _error_kind(status: int | None, message: str | None) -> ErrorKind:
-    if (
-        message is not None
-        and (status is None or status in _POLICY_STATUSES)
-        and _POLICY_MESSAGE.search(message)
-    ):
+    if (status is None or status in _POLICY_STATUSES) and says_blocked(message, _POLICY_MESSAGE):
         return ErrorKind.POLICY
     if status is None and message is not None:
         if _AUTH_MESSAGE.search(message):
@@ -574,24 +543,5 @@ def _usage(holder: JsonObject, *, cached: Any) -> Usage:
     )
 
 
-def _json_text(value: Any) -> str:
-    if value is None:
-        return "{}"
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
-        return "{}"
-
-
 def _is_upper(value: Any) -> bool:
     return isinstance(value, str) and _UPPER_VALUE.fullmatch(value) is not None
-
-
-def _clean_message(text: str) -> str | None:
-    text = " ".join(_SECRET.sub("[redacted]", text).split())
-    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
-
-
-def _keys(body: JsonObject) -> str:
-    names = list(body)[:8]
-    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"

@@ -49,16 +49,22 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    INTERRUPTED,
     JsonObject,
     NormalizeError,
+    arguments_text,
     arr,
+    bounded_message,
+    error_events,
     error_response,
     integer,
+    key_names,
     obj,
+    says_blocked,
     status_error_kind,
     string,
+    strip_tags,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     ReasoningDelta,
     StreamError,
@@ -147,13 +153,6 @@ _POLICY_MESSAGE = re.compile(
 )
 _GOOGLE_STATUS = re.compile(r"[A-Z][A-Z0-9_]*")
 _HARM_PREFIX = "harm_category_"
-_MAX_MESSAGE_CHARS = 1000
-_SECRET = re.compile(
-    r"(?i)(?:\bsk-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}|\bbearer\s+[^\s\"',)\]}]+"
-    r"|\bx-(?:goog-)?api-key\b\s*[:=]?\s*[^\s\"',)\]}]*"
-    r"|\b(?:api_?key|key|token|access_token)=[^\s&\"',]+)"
-)
-_TAG = re.compile(r"<[^>]*>")
 
 
 def detect_provider(body: JsonObject) -> str | None:
@@ -191,7 +190,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     if not looks_like(body):
         raise NormalizeError(
             "expected a Gemini/Vertex AI generateContent response (candidates, "
-            f"promptFeedback or usageMetadata); got keys: {_keys(body)}"
+            f"promptFeedback or usageMetadata); got keys: {key_names(body)}"
         )
     candidates = arr(body.get("candidates"))
     candidate = obj(candidates[0]) if candidates else {}
@@ -227,11 +226,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         details.append(StopDetails(explanation=explanation).to_detail())
     details.extend(_signature_detail(sig) for sig in signatures)
 
-    cut_off = bool(content or tool_calls) and finish in (
-        FinishReason.CONTENT_FILTER,
-        FinishReason.REFUSAL,
-        FinishReason.ERROR,
-    )
+    cut_off = bool(content or tool_calls) and finish in INTERRUPTED
     return LLMResponse(
         content=content,
         tool_calls=tool_calls,
@@ -255,7 +250,7 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     if isinstance(payload, list):  # streaming endpoints wrap the error in an array
         payload = next((item for item in payload if isinstance(item, dict)), {})
     if isinstance(payload, str):
-        message = _clean_message(_TAG.sub(" ", payload))
+        message = bounded_message(strip_tags(payload))
         error = ProviderError(status_error_kind(status), status, None, message)
         return error_response(error, provider=provider, api=API, stop=_error_stop(message))
     raw_error = obj(payload).get("error")
@@ -263,7 +258,8 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     message = string(error_obj.get("message"))
     if message is None:
         message = string(raw_error) or string(obj(payload).get("message"))
-    message = _clean_message(message) if message is not None else None
+    # A credential keeps its name: "Consumer 'api_key:[redacted]' has been suspended."
+    message = bounded_message(message)
     code_name = string(error_obj.get("status"))
     body_code = integer(error_obj.get("code"))
     http = status if status is not None else (body_code if 100 <= body_code <= 599 else None)
@@ -277,10 +273,6 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
 
 # A proxy may name the events with the SSE default type; Google sends no `event:` lines.
 _STREAM_EVENT_NAMES = (None, "message")
-
-
-# Verdicts that no later event overturns (the accumulator keeps them too).
-_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -323,9 +315,8 @@ class StreamDecoder(WireDecoder):
         if not isinstance(payload, dict):
             return [StreamError("a Gemini stream event is not a JSON object")]
         if is_error(payload):
-            return _error_events(
-                parse_error(payload, None, self.acc.provider or "gemini"), self.acc.verdict
-            )
+            result = parse_error(payload, None, self.acc.provider or "gemini")
+            return error_events(result, self.acc.verdict, "the Gemini stream reported an error")
         model = string(payload.get("modelVersion"))
         if model:
             self.acc.model = model
@@ -372,7 +363,7 @@ class StreamDecoder(WireDecoder):
                         self._tool_calls,
                         id=string(call.get("id")) or None,
                         name=string(call.get("name")) or None,
-                        arguments=_json_text(call.get("args")),
+                        arguments=arguments_text(call.get("args")),
                     )
                 )
                 self._tool_calls += 1
@@ -401,20 +392,6 @@ class StreamDecoder(WireDecoder):
             self.acc.add_detail(_ratings_detail(scope, blocked))
 
 
-def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
-    """An error event in a stream: the error, and the verdict `parse_error` gives its body
-    (a policy block is a content filter with the message as its explanation). After a
-    refusal or filter verdict only the error is added: its message does not explain the block."""
-    error = result.error
-    message = error.message if error is not None else None
-    events: list[StreamEvent] = [
-        StreamError(message or "the Gemini stream reported an error", error)
-    ]
-    if decided is None or decided.finish_reason not in _FINAL:
-        events.append(Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details))
-    return events
-
-
 def _first_candidate(candidates: Any) -> JsonObject:
     """Candidate 0 of a chunk (the one `parse_response` reads); empty when the chunk has none."""
     for item in arr(candidates):
@@ -433,11 +410,7 @@ def _error_kind(
     by_status = ERROR_STATUSES.get(code_name) if code_name is not None else None
     if by_status is None:
         by_status = status_error_kind(http)
-    if (
-        by_status is not ErrorKind.TRANSIENT
-        and message is not None
-        and _POLICY_MESSAGE.search(message)
-    ):
+    if by_status is not ErrorKind.TRANSIENT and says_blocked(message, _POLICY_MESSAGE):
         return ErrorKind.POLICY
     return by_status
 
@@ -473,7 +446,7 @@ def _read_parts(
                 ToolCall(
                     id=string(call.get("id")) or "",
                     name=string(call.get("name")) or "",
-                    arguments=_json_text(call.get("args")),
+                    arguments=arguments_text(call.get("args")),
                 )
             )
             continue
@@ -485,15 +458,6 @@ def _read_parts(
         else:
             texts.append(text)
     return "".join(texts) or None, "".join(thoughts) or None, calls, signatures
-
-
-def _json_text(args: Any) -> str:
-    if args is None:
-        return "{}"
-    try:
-        return orjson.dumps(args).decode()
-    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
-        return "{}"
 
 
 def _blocked_ratings(ratings: Any) -> list[JsonObject]:
@@ -560,13 +524,3 @@ def _usage(meta: JsonObject) -> Usage:
         + integer(meta.get("thoughtsTokenCount")),
         cache_read_tokens=integer(meta.get("cachedContentTokenCount")),
     )
-
-
-def _clean_message(text: str) -> str | None:
-    text = " ".join(_SECRET.sub("[redacted]", text).split())
-    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
-
-
-def _keys(body: JsonObject) -> str:
-    names = list(body)[:8]
-    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"

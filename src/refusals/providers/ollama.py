@@ -26,8 +26,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
-
 from refusals.model import (
     ErrorKind,
     FinishReason,
@@ -40,14 +38,18 @@ from refusals.model import (
 from refusals.providers._common import (
     JsonObject,
     NormalizeError,
+    arguments_text,
     arr,
+    bounded_message,
+    error_events,
     error_response,
     integer,
+    key_names,
     obj,
     status_error_kind,
     string,
+    strip_tags,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     ReasoningDelta,
     StreamError,
@@ -79,13 +81,6 @@ _INVALID_MESSAGE = re.compile(
     r"not found|no such model|invalid|missing|must be|does not support|not supported",
     re.IGNORECASE,
 )
-_MAX_MESSAGE_CHARS = 1000
-_SECRET = re.compile(
-    r"(?i)(?:\bsk-[A-Za-z0-9_\-]{6,}|\bAIza[0-9A-Za-z_\-]{10,}|\bbearer\s+[^\s\"',)\]}]+"
-    r"|\bx-(?:goog-)?api-key\b\s*[:=]?\s*[^\s\"',)\]}]*"
-    r"|\b(?:api_?key|key|token|access_token)=[^\s&\"',]+)"
-)
-_TAG = re.compile(r"<[^>]*>")
 
 
 def detect_provider(body: JsonObject) -> str | None:
@@ -124,7 +119,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     if not any(name in body for name in ("message", "response", "done", "done_reason")):
         raise NormalizeError(
             "expected an Ollama /api/chat or /api/generate response (message or response, "
-            f"done, done_reason); got keys: {_keys(body)}"
+            f"done, done_reason); got keys: {key_names(body)}"
         )
     message = obj(body.get("message"))
     content = string(message.get("content")) if message else string(body.get("response"))
@@ -171,14 +166,14 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     payload: Any = body
     code: str | None = None
     if isinstance(payload, str):
-        text: str | None = _TAG.sub(" ", payload)
+        text: str | None = strip_tags(payload)
     else:
         error = obj(payload).get("error")
         text = string(error)
         if isinstance(error, dict):  # an OpenAI-style body from Ollama's /v1 endpoints
             text = string(error.get("message"))
             code = string(error.get("code")) or string(error.get("type"))
-    message = _clean_message(text) if text is not None else None
+    message = bounded_message(text)
     kind = _error_kind(status, message)
     stop = StopDetails(explanation=message) if message else None
     return error_response(
@@ -190,10 +185,6 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
 
 # NDJSON lines have no names; a proxy re-framing them as SSE may use the default type.
 _STREAM_EVENT_NAMES = (None, "message")
-
-
-# Verdicts that no later event overturns (the accumulator keeps them too).
-_FINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -226,9 +217,8 @@ class StreamDecoder(WireDecoder):
         if not isinstance(payload, dict):
             return [StreamError("an Ollama stream line is not a JSON object")]
         if is_error(payload):
-            return _error_events(
-                parse_error(payload, None, self.acc.provider or "ollama"), self.acc.verdict
-            )
+            result = parse_error(payload, None, self.acc.provider or "ollama")
+            return error_events(result, self.acc.verdict, "the Ollama stream reported an error")
         model = string(payload.get("model"))
         if model:
             self.acc.model = model
@@ -261,20 +251,6 @@ class StreamDecoder(WireDecoder):
         return events
 
 
-def _error_events(result: LLMResponse, decided: Verdict | None) -> list[StreamEvent]:
-    """An error event in a stream: the error, and the verdict `parse_error` gives its body
-    (a policy block is a content filter with the message as its explanation). After a
-    refusal or filter verdict only the error is added: its message does not explain the block."""
-    error = result.error
-    message = error.message if error is not None else None
-    events: list[StreamEvent] = [
-        StreamError(message or "the Ollama stream reported an error", error)
-    ]
-    if decided is None or decided.finish_reason not in _FINAL:
-        events.append(Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details))
-    return events
-
-
 def _error_kind(status: int | None, message: str | None) -> ErrorKind:
     if status is not None or message is None:
         # 404 (model not found) is an invalid request; 500 is a server fault, retryable.
@@ -296,24 +272,5 @@ def _tool_call(item: Any) -> ToolCall:
     return ToolCall(
         id=string(call.get("id")) or "",
         name=string(function.get("name")) or "",
-        arguments=arguments if isinstance(arguments, str) else _json_text(arguments),
+        arguments=arguments_text(arguments),
     )
-
-
-def _json_text(value: Any) -> str:
-    if value is None:
-        return "{}"
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
-        return "{}"
-
-
-def _clean_message(text: str) -> str | None:
-    text = " ".join(_SECRET.sub("[redacted]", text).split())
-    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
-
-
-def _keys(body: JsonObject) -> str:
-    names = list(body)[:8]
-    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"

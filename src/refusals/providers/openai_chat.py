@@ -70,15 +70,20 @@ from refusals.model import (
 from refusals.providers._common import (
     JsonObject,
     NormalizeError,
+    arguments_text,
     arr,
+    bounded_message,
     error_response,
     integer,
+    interrupted,
+    json_text,
     obj,
+    page_text,
     require_object,
+    says_blocked,
     status_error_kind,
     string,
 )
-from refusals.refusal import truncate_within
 from refusals.stream import (
     ReasoningDelta,
     RefusalDelta,
@@ -183,23 +188,6 @@ _GROQ_CAPACITY_STATUS = 498
 
 _MISTRAL_MODEL = re.compile(r"mistral|ministral|codestral|magistral|devstral|pixtral")
 
-_MAX_MESSAGE_CHARS = 1000
-
-_SECRETS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=*-]+"), "Bearer [redacted]"),
-    # Keys (`sk-...`, `sk-proj-...`, Groq `gsk_...`, xAI `xai-...`); a final "." is prose.
-    (re.compile(r"\b(?:sk|gsk|xai|rk|pk)[-_][A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*-]"), "[redacted]"),
-    (
-        re.compile(
-            r"(?i)\b(x-api-key|api[-_]?key|authorization)(\"?\s*[:=]\s*\"?)(?!bearer\b)[^\s\",;]+"
-        ),
-        r"\1\2[redacted]",
-    ),
-    (re.compile(r"(?i)\b(api key id|team):(\s*)[^,\s]+"), r"\1:\2[redacted]"),
-    (re.compile(r"(?i)(incorrect api key provided:\s*)\S+?(\.?)(?=\s|$)"), r"\1[redacted]\2"),
-    (re.compile(r"(?i)([?&]key=)[A-Za-z0-9._~%-]+"), r"\1[redacted]"),
-)
-
 _POLICY_MESSAGE = re.compile(
     r"(?i)flagged as potentially violating|violat\w* (?:our |the )?usage polic|"
     r"content (?:management )?polic|safety system|content violates"
@@ -210,8 +198,6 @@ _AUTH_MESSAGE = re.compile(
 )
 _XAI_CHECK = re.compile(r"SAFETY_CHECK_TYPE_([A-Za-z0-9_]+)")
 _XAI_MODEL = re.compile(r"\bModel:\s*([^,\s]+)")
-_HTML_TITLE = re.compile(r"(?is)<title[^>]*>(.*?)</title>")
-_HTML_TAG = re.compile(r"<[^>]+>")
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,7 +360,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     details.extend(filter_details)
     details.extend(moderation_details)
 
-    terminal = finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
+    terminal = interrupted(finish)
     has_output = bool(text) or bool(tool_calls)
     return LLMResponse(
         content=content or None,
@@ -480,17 +466,12 @@ def _tool_calls(message: JsonObject) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for entry in arr(message.get("tool_calls")):
         call = obj(entry)
-        function = obj(call.get("function"))
-        custom = obj(call.get("custom"))
-        if function or not custom:
-            name, arguments = function.get("name"), function.get("arguments")
-        else:
-            name, arguments = custom.get("name"), custom.get("input")
+        name, arguments = _call_parts(call)
         calls.append(
             ToolCall(
                 id=string(call.get("id")) or "",
                 name=string(name) or "",
-                arguments=json_text(arguments),
+                arguments=arguments_text(arguments, ""),
             )
         )
     legacy = obj(message.get("function_call"))
@@ -498,10 +479,20 @@ def _tool_calls(message: JsonObject) -> list[ToolCall]:
         calls.append(
             ToolCall(
                 name=string(legacy.get("name")) or "",
-                arguments=json_text(legacy.get("arguments")),
+                arguments=arguments_text(legacy.get("arguments"), ""),
             )
         )
     return calls
+
+
+def _call_parts(call: JsonObject) -> tuple[Any, Any]:
+    """The name and arguments of a `tool_calls` entry: a function's, or a custom tool's
+    (whose arguments are its `input`)."""
+    function = obj(call.get("function"))
+    custom = obj(call.get("custom"))
+    if function or not custom:
+        return function.get("name"), function.get("arguments")
+    return custom.get("name"), custom.get("input")
 
 
 def _usage(usage: JsonObject) -> Usage:
@@ -804,7 +795,7 @@ def _policy(fields: _ErrorFields, codes: set[str], status: int | None) -> ErrorV
             categories.append(code)
     elif not (
         message
-        and _POLICY_MESSAGE.search(message)
+        and says_blocked(message, _POLICY_MESSAGE)
         and (status is None or status in (400, 403, 422))
         and not codes & AUTH_CODES
     ):
@@ -822,7 +813,7 @@ def _policy(fields: _ErrorFields, codes: set[str], status: int | None) -> ErrorV
 
 def _error_fields(body: Any) -> _ErrorFields:
     if isinstance(body, str):
-        return _ErrorFields(message=_text_message(body))
+        return _ErrorFields(message=clean_message(page_text(body)))
     body = obj(body)
     error = body.get("error")
     if isinstance(error, dict):
@@ -877,25 +868,7 @@ def clean_message(value: Any) -> str | None:
 
     Non-string messages (Mistral sends validation errors as objects) are shown as JSON.
     """
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else _text(value)
-    if not text:
-        return None
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    text = " ".join(text.split())
-    return truncate_within(text, _MAX_MESSAGE_CHARS, "...") or None
-
-
-def _text_message(text: str) -> str | None:
-    """The readable part of a non-JSON error body (an HTML page keeps its title)."""
-    title = _HTML_TITLE.search(text)
-    if title is not None:
-        text = title.group(1)
-    elif "<" in text and ">" in text:
-        text = _HTML_TAG.sub(" ", text)
-    return clean_message(text)
+    return bounded_message(value if isinstance(value, str) else _text(value))
 
 
 def _text(value: Any) -> str | None:
@@ -903,15 +876,8 @@ def _text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list):
-        return _json(value)
+        return json_text(value)
     return None
-
-
-def _json(value: Any) -> str:
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # big integers, non-string keys: only from hand-built dicts
-        return str(value)
 
 
 def _first_sentence(message: str | None) -> str | None:
@@ -959,15 +925,6 @@ def _status(value: Any) -> int | None:
     if isinstance(value, str) and value.isdigit() and 100 <= int(value) <= 599:
         return int(value)
     return None
-
-
-def json_text(value: Any) -> str:
-    """Tool-call arguments as JSON text: strings as given, anything else serialised."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return _json(value)
 
 
 def _dump(detail: JsonObject) -> str:
@@ -1201,12 +1158,7 @@ class StreamDecoder(WireDecoder):
             self._refusal_piece(refusal, events)
         for entry in arr(delta.get("tool_calls")):
             call = obj(entry)
-            function = obj(call.get("function"))
-            custom = obj(call.get("custom"))
-            if function or not custom:
-                name, arguments = function.get("name"), function.get("arguments")
-            else:
-                name, arguments = custom.get("name"), custom.get("input")
+            name, arguments = _call_parts(call)
             index = self._tool_index(call)
             events.append(self._tool_delta(index, string(call.get("id")), name, arguments))
         legacy = obj(delta.get("function_call"))
@@ -1268,7 +1220,7 @@ class StreamDecoder(WireDecoder):
         if full:
             self._tool_names[index] = full
         return ToolCallDelta(
-            index, id=call_id or None, name=full or None, arguments=json_text(arguments)
+            index, id=call_id or None, name=full or None, arguments=arguments_text(arguments, "")
         )
 
     def _merge_results(self, results: JsonObject) -> None:
@@ -1351,4 +1303,4 @@ def keep_error_details(decoder: WireDecoder, result: LLMResponse) -> None:
 
 
 def _detail_text(detail: Detail) -> str:
-    return detail if isinstance(detail, str) else _json(dict(detail))
+    return detail if isinstance(detail, str) else json_text(dict(detail))

@@ -48,9 +48,11 @@ from refusals.model import (
 from refusals.providers._common import (
     JsonObject,
     NormalizeError,
+    arguments_text,
     arr,
     error_response,
     integer,
+    interrupted,
     obj,
     require_object,
     string,
@@ -61,7 +63,6 @@ from refusals.providers.openai_chat import (
     classify_error,
     clean_message,
     finish_error,
-    json_text,
     keep_error_details,
     moderation_signals,
     nonblank,
@@ -221,7 +222,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     details.extend(filter_details)
     details.extend(moderation.details)
 
-    terminal = finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER, FinishReason.ERROR)
+    terminal = interrupted(finish)
     return LLMResponse(
         content=content or None,
         tool_calls=tool_calls,
@@ -253,7 +254,7 @@ def _tool_call(item: JsonObject) -> ToolCall:
     return ToolCall(
         id=string(item.get("call_id")) or string(item.get("id")) or "",
         name=string(item.get("name")) or "",
-        arguments=json_text(arguments),
+        arguments=arguments_text(arguments, ""),
     )
 
 
