@@ -85,10 +85,7 @@ def test_non_strict_json_details_are_skipped_like_the_reference() -> None:
         '{"type": "stop_details", "category": "cyber",}',
         '{"type": "stop_details", "category": "cyber", "x": "\\ud800"}',
         '{"type": "stop_details", "category": "cyber", "x": 1e400}',
-        '{"type": "stop_details", "category": "cyber", "x": '
-        + "[" * 128
-        + "]" * 128
-        + "}",
+        '{"type": "stop_details", "category": "cyber", "x": ' + "[" * 128 + "]" * 128 + "}",
     ):
         response = LLMResponse(finish_reason=FinishReason.REFUSAL, reasoning_details=[text])
         assert response.stop_details is None, text
@@ -113,8 +110,9 @@ def test_non_string_fields_are_not_read_as_text() -> None:
 def test_fallback_facts_name_the_declined_and_serving_models() -> None:
     response = LLMResponse(
         reasoning_details=[
-            Fallback(from_model="claude-fable-5", to_model="claude-opus-4-8", trigger="refusal")
-            .to_detail()
+            Fallback(
+                from_model="claude-fable-5", to_model="claude-opus-4-8", trigger="refusal"
+            ).to_detail()
         ],
         usage=Usage(
             iterations=[

@@ -48,14 +48,12 @@ def _stop(category: str | None, explanation: str | None, recommended: str | None
 
 
 responses = st.builds(
-    lambda content, category, explanation, recommended, fallback_block, fallback_iter: (
-        LLMResponse(
-            content=content,
-            finish_reason=FinishReason.REFUSAL,
-            reasoning_details=[_stop(category, explanation, recommended)]
-            + ([json.dumps({"type": "fallback", "from": {"model": "a"}})] * fallback_block),
-            usage=Usage(iterations=[{"type": "fallback_message"}] if fallback_iter else []),
-        )
+    lambda content, category, explanation, recommended, fallback_block, fallback_iter: LLMResponse(
+        content=content,
+        finish_reason=FinishReason.REFUSAL,
+        reasoning_details=[_stop(category, explanation, recommended)]
+        + ([json.dumps({"type": "fallback", "from": {"model": "a"}})] * fallback_block),
+        usage=Usage(iterations=[{"type": "fallback_message"}] if fallback_iter else []),
     ),
     optional_text,
     st.none() | st.text(max_size=20),
