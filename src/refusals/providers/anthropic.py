@@ -271,13 +271,15 @@ def _has_message_fields(body: JsonObject) -> bool:
 
 
 def _usage(value: Any) -> Usage:
-    usage = obj(value)
+    if type(value) is not dict:
+        return Usage()
+    iterations = value.get("iterations")
     return Usage(
-        input_tokens=integer(usage.get("input_tokens")),
-        output_tokens=integer(usage.get("output_tokens")),
-        cache_read_tokens=integer(usage.get("cache_read_input_tokens")),
-        cache_creation_tokens=integer(usage.get("cache_creation_input_tokens")),
-        iterations=[dict(it) for it in arr(usage.get("iterations")) if isinstance(it, dict)],
+        integer(value.get("input_tokens")),
+        integer(value.get("output_tokens")),
+        integer(value.get("cache_read_input_tokens")),
+        integer(value.get("cache_creation_input_tokens")),
+        [dict(it) for it in iterations if isinstance(it, dict)] if type(iterations) is list else [],
     )
 
 

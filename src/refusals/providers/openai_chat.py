@@ -49,6 +49,7 @@ Documentation:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,12 +244,19 @@ def _response_provider(body: JsonObject) -> str:
         return "groq"
     if body.get("system_fingerprint") == "fp_ollama":
         return "ollama"
-    model = (string(body.get("model")) or "").lower()
-    if model.startswith("deepseek"):
+    model = body.get("model")
+    return _vendor_of_model(model) if type(model) is str else "openai"
+
+
+@functools.lru_cache(maxsize=512)
+def _vendor_of_model(model: str) -> str:
+    """The vendor a model name belongs to; cached, since a client sees few distinct names."""
+    name = model.lower()
+    if name.startswith("deepseek"):
         return "deepseek"
-    if model.startswith("grok"):
+    if name.startswith("grok"):
         return "xai"
-    if _MISTRAL_MODEL.search(model):
+    if _MISTRAL_MODEL.search(name):
         return "mistral"
     return "openai"
 
@@ -285,7 +293,8 @@ def _error_provider(body: JsonObject) -> str | None:
 
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     """A full (non-streaming) Chat Completions body as an `LLMResponse`."""
-    body = require_object(body, "a Chat Completions response")
+    if type(body) is not dict:
+        body = require_object(body, "a Chat Completions response")
     if not (
         "choices" in body
         or "prompt_filter_results" in body
@@ -425,6 +434,8 @@ def _message_text(content: Any) -> tuple[str, list[str]]:
     """The text of `message.content` (a string or a list of parts) and any thinking parts."""
     if isinstance(content, str):
         return content, []
+    if content is None:
+        return "", []
     texts: list[str] = []
     thinking: list[str] = []
     for part in arr(content):
@@ -464,6 +475,8 @@ _REASONING_KEYS = frozenset({"reasoning_content", "reasoning", "reasoning_detail
 
 def _tool_calls(message: JsonObject) -> list[ToolCall]:
     calls: list[ToolCall] = []
+    if "tool_calls" not in message and "function_call" not in message:
+        return calls
     for entry in arr(message.get("tool_calls")):
         call = obj(entry)
         name, arguments = _call_parts(call)
@@ -496,13 +509,18 @@ def _call_parts(call: JsonObject) -> tuple[Any, Any]:
 
 
 def _usage(usage: JsonObject) -> Usage:
-    prompt_details = obj(usage.get("prompt_tokens_details"))
+    if not usage:
+        return Usage()
+    prompt_details = usage.get("prompt_tokens_details")
+    cached = written = 0
+    if type(prompt_details) is dict:
+        cached = integer(prompt_details.get("cached_tokens"))
+        written = integer(prompt_details.get("cache_write_tokens"))  # OpenRouter
     return Usage(
-        input_tokens=integer(usage.get("prompt_tokens")),
-        output_tokens=integer(usage.get("completion_tokens")),
-        cache_read_tokens=integer(prompt_details.get("cached_tokens"))
-        or integer(usage.get("prompt_cache_hit_tokens")),  # DeepSeek
-        cache_creation_tokens=integer(prompt_details.get("cache_write_tokens")),  # OpenRouter
+        integer(usage.get("prompt_tokens")),
+        integer(usage.get("completion_tokens")),
+        cached or integer(usage.get("prompt_cache_hit_tokens")),  # DeepSeek
+        written,
     )
 
 
@@ -904,8 +922,7 @@ def _unique(items: list[str]) -> list[str]:
 
 def nonblank(value: Any) -> str | None:
     """`value` when it is a string with something besides whitespace, else None."""
-    text = string(value)
-    return text if text is not None and text.strip() else None
+    return value if type(value) is str and value.strip() else None
 
 
 def _is_int(value: Any) -> bool:
