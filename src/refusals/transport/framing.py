@@ -47,6 +47,9 @@ class SSEEvent(NamedTuple):
         return self.data.decode("utf-8", "replace")
 
 
+RawSSE = tuple[bytes, str | None, str | None, int | None]
+
+
 class SSEParser:
     """Incremental Server-Sent Events parser, on bytes."""
 
@@ -75,7 +78,14 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse `chunk`; return the events it completed."""
-        events: list[SSEEvent] = []
+        return [SSEEvent(*fields) for fields in self.feed_fields(chunk)]
+
+    def feed_fields(self, chunk: bytes) -> list[RawSSE]:
+        """`feed`, with each event as a plain (data, event, id, retry) tuple.
+
+        For the stream decoder's hot path: a plain tuple costs a tenth of a named one.
+        """
+        events: list[RawSSE] = []
         if not chunk:
             return events
         if not self._started:
@@ -121,7 +131,11 @@ class SSEParser:
 
     def close(self) -> list[SSEEvent]:
         """End of stream: flush a final line and a final event that lacks its blank line."""
-        events: list[SSEEvent] = []
+        return [SSEEvent(*fields) for fields in self.close_fields()]
+
+    def close_fields(self) -> list[RawSSE]:
+        """`close`, with each event as a plain tuple."""
+        events: list[RawSSE] = []
         if not self._started and self._partial:
             # Fewer than three bytes in all, all of them a prefix of the byte-order mark.
             self._partial = b""
@@ -151,11 +165,11 @@ class SSEParser:
         elif name == "retry" and value.isdigit():
             self._retry = int(value)
 
-    def _dispatch(self, events: list[SSEEvent]) -> None:
+    def _dispatch(self, events: list[RawSSE]) -> None:
         data = self._data
         if data:
             payload = data[0] if len(data) == 1 else b"\n".join(data)
-            events.append(SSEEvent(payload, self._event or None, self._last_id, self._retry))
+            events.append((payload, self._event or None, self._last_id, self._retry))
             data.clear()
         self._event = None
 

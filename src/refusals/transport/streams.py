@@ -127,8 +127,8 @@ class StreamDecoder:
             self._head = b""
         try:
             if self._sse is not None:
-                for sse in self._sse.close():
-                    events += self._dispatch(sse.event, sse.data)
+                for data, name, _, _ in self._sse.close_fields():
+                    events += self._dispatch(name, data)
             if self._binary is not None:
                 self._binary.close()
             if self.framing == "json-lines" and self._lines.strip():
@@ -147,8 +147,13 @@ class StreamDecoder:
             if self.framing == "sse":
                 if self._sse is None:
                     self._sse = SSEParser()
-                for sse in self._sse.feed(chunk):
-                    events += self._dispatch(sse.event, sse.data)
+                wire = self._wire
+                for data, name, _, _ in self._sse.feed_fields(chunk):
+                    if wire is not None:
+                        events += wire.feed(name, data)
+                    else:
+                        events += self._dispatch(name, data)
+                        wire = self._wire
             elif self.framing == "event-stream":
                 if self._binary is None:
                     self._binary = EventStreamParser()
