@@ -16,7 +16,9 @@ def main() -> None:
     \b
     Examples:
       refusals inspect response.json          what a recorded response says
-      refusals inspect --json error.json --status 400
+      refusals inspect stream.sse             a recorded stream, and its verdict event
+      refusals inspect --json --status 400 error.json
+      curl ... | refusals inspect -           standard input
     """
 
 

@@ -136,7 +136,7 @@ def _render(data: dict[str, Any], response: LLMResponse) -> None:
         console.print(Text(sanitize(data["notice"]), style=_STYLES.get(finish, "")))
 
 
-@click.command("inspect")
+@click.command("inspect", short_help="The verdict on a recorded body, error body or stream.")
 @click.argument("source", type=click.File("rb"), metavar="PATH")
 @click.option(
     "--provider",
