@@ -62,9 +62,14 @@ class FallbackSeam:
 
 @dataclass(slots=True)
 class UsageUpdate:
-    """Token counts so far; a later update replaces the counts it carries."""
+    """Token counts so far; a later update replaces the counts it carries.
+
+    A zero replaces nothing unless `carries` names it: most wire events leave out what
+    they do not know, but a count the provider did send as 0 is a real count.
+    """
 
     usage: Usage
+    carries: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -167,7 +172,7 @@ class StreamAccumulator:
         elif isinstance(event, FallbackSeam):
             self._details.append(event.fallback.to_detail())
         elif isinstance(event, UsageUpdate):
-            self._merge_usage(event.usage)
+            self._merge_usage(event.usage, event.carries)
         elif isinstance(event, StreamError):
             if self._error is None:
                 self._error = event
@@ -175,11 +180,11 @@ class StreamAccumulator:
             return self._set_verdict(event, wire_index)
         return False
 
-    def _merge_usage(self, usage: Usage) -> None:
+    def _merge_usage(self, usage: Usage, carries: frozenset[str]) -> None:
         mine = self._usage
         for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
             value = getattr(usage, name)
-            if value:
+            if value or name in carries:
                 setattr(mine, name, value)
         if usage.iterations:
             mine.iterations = list(usage.iterations)

@@ -75,3 +75,11 @@ def test_an_event_stream_service_error_message_ends_the_stream_as_an_error() -> 
     assert response.error is not None
     assert response.error.message == "InternalFailure: try later"
     assert response.error.retryable
+
+
+def test_a_later_usage_count_of_zero_replaces_the_placeholder_of_message_start() -> None:
+    # message_start says output_tokens 1 as a placeholder; message_delta's 0 is the count.
+    raw = (FIXTURES / "anthropic" / "stream-refusal-cyber.sse").read_bytes()
+    response, _ = decode_stream(raw)
+    assert response.usage is not None
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (20, 0)

@@ -270,6 +270,14 @@ def _has_message_fields(body: JsonObject) -> bool:
     return body.get("type") == "message" or "content" in body or "stop_reason" in body
 
 
+_USAGE_FIELDS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_input_tokens": "cache_read_tokens",
+    "cache_creation_input_tokens": "cache_creation_tokens",
+}
+
+
 def _usage(value: Any) -> Usage:
     if type(value) is not dict:
         return Usage()
@@ -516,7 +524,11 @@ class StreamDecoder(WireDecoder):
         events: list[StreamEvent] = []
         usage = payload.get("usage")
         if isinstance(usage, dict):
-            events.append(UsageUpdate(_usage(usage)))
+            # message_delta counts are cumulative: each one given replaces, zeros too.
+            carries = frozenset(
+                ours for wire, ours in _USAGE_FIELDS.items() if type(usage.get(wire)) is int
+            )
+            events.append(UsageUpdate(_usage(usage), carries))
         stop = _stop_details(delta.get("stop_details"))
         raw_value = delta.get("stop_reason")
         if raw_value is not None:
