@@ -226,3 +226,27 @@ def test_a_stream_of_no_known_format_is_a_one_line_usage_error(tmp_path: Path) -
     err = result.stderr.decode()
     assert err.count("\n") == 1
     assert "no known provider format" in err
+
+
+def test_a_gemini_json_array_stream_is_read_as_a_stream(tmp_path: Path) -> None:
+    lines = (FIXTURES / "gemini" / "stream-stop.chunks.txt").read_bytes().splitlines()
+    chunks = [orjson.loads(line) for line in lines if line.strip()]
+    path = tmp_path / "stream.json"
+    path.write_bytes(b"[" + b",\n".join(orjson.dumps(c) for c in chunks) + b"]")
+    data = inspect_json(path)
+    assert data["streamed"] is True
+    assert data["provider"] == "gemini"
+    assert data["finish_reason"] == "stop"
+    assert data["verdict_event"] == 2
+
+
+def test_an_error_body_wrapped_in_an_array_with_its_status_is_read_as_a_body(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "error.json"
+    path.write_bytes(
+        b'[{"error": {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}}]'
+    )
+    data = inspect_json(path, "--provider", "gemini", "--status", "429")
+    assert data["streamed"] is False
+    assert data["finish_reason"] == "error"

@@ -6,6 +6,7 @@ import struct
 import zlib
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from refusals.transport.framing import (
     EventStreamParser,
     FramingError,
+    JSONArrayParser,
     SSEEvent,
     SSEParser,
     encode_event_stream,
@@ -224,3 +226,51 @@ def test_event_stream_garbage_raises_only_framing_errors(raw: bytes) -> None:
         parser.close()
     except FramingError:
         pass
+
+
+def array_elements(raw: bytes, sizes: list[int] | None = None) -> list[bytes]:
+    parser = JSONArrayParser()
+    elements: list[bytes] = []
+    pos = 0
+    for size in sizes or []:
+        elements += parser.feed(raw[pos : pos + size])
+        pos += size
+    elements += parser.feed(raw[pos:])
+    return elements + parser.close()
+
+
+ARRAY = b'[{\n  "a": "x]}{[\\"", "b": [1, {"c": 2}]\n}\n,\r\n{"text": "\\\\"}\n,\n{"n": []}\n]'
+
+
+def test_a_streamed_json_array_yields_each_element_whole() -> None:
+    elements = array_elements(ARRAY)
+    assert [orjson.loads(e) for e in elements] == [
+        {"a": 'x]}{["', "b": [1, {"c": 2}]},
+        {"text": "\\"},
+        {"n": []},
+    ]
+
+
+def test_a_streamed_json_array_is_independent_of_chunking() -> None:
+    whole = array_elements(ARRAY)
+    for cut in range(len(ARRAY) + 1):
+        assert array_elements(ARRAY, [cut]) == whole, cut
+    parser = JSONArrayParser()
+    one_by_one = [e for byte in ARRAY for e in parser.feed(bytes([byte]))]
+    assert one_by_one == whole
+
+
+def test_a_json_array_stream_cut_before_its_bracket_is_a_framing_error() -> None:
+    parser = JSONArrayParser()
+    parser.feed(ARRAY[:-3])
+    with pytest.raises(FramingError, match="ended before its closing bracket"):
+        parser.close()
+
+
+@given(
+    st.lists(st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3), max_size=5),
+    st.lists(st.integers(0, 30), max_size=6),
+)
+def test_fuzzed_json_arrays_round_trip(items: list[dict[str, str]], sizes: list[int]) -> None:
+    raw = orjson.dumps(items, option=orjson.OPT_INDENT_2)
+    assert [orjson.loads(e) for e in array_elements(raw, sizes)] == items

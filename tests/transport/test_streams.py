@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from refusals import FinishReason, NormalizeError, StreamDecoder, StreamError, decode_stream
@@ -83,3 +84,26 @@ def test_a_later_usage_count_of_zero_replaces_the_placeholder_of_message_start()
     response, _ = decode_stream(raw)
     assert response.usage is not None
     assert (response.usage.input_tokens, response.usage.output_tokens) == (20, 0)
+
+
+def gemini_array_stream() -> bytes:
+    """The recorded Gemini stream re-served as alt=json does: one pretty-printed array."""
+    lines = (FIXTURES / "gemini" / "stream-stop.chunks.txt").read_bytes().splitlines()
+    chunks = [orjson.loads(line) for line in lines if line.strip()]
+    body = b"\n,\r\n".join(orjson.dumps(c, option=orjson.OPT_INDENT_2) for c in chunks)
+    return b"[" + body + b"]"
+
+
+def test_a_gemini_json_array_stream_decodes_like_its_json_lines_form() -> None:
+    lines_form, _ = decode_stream((FIXTURES / "gemini" / "stream-stop.chunks.txt").read_bytes())
+    array_form, decoder = decode_stream(gemini_array_stream())
+    assert decoder.framing == "json-array"
+    assert array_form.finish_reason is FinishReason.STOP
+    assert array_form.content == lines_form.content
+    assert decoder.verdict_index == 2
+
+
+def test_a_gemini_json_array_stream_cut_short_is_an_error() -> None:
+    response, _ = decode_stream(gemini_array_stream()[:-40])
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None

@@ -51,13 +51,22 @@ def verdict(response: LLMResponse, *, streamed: bool = False) -> dict[str, Any]:
     }
 
 
-def looks_like_stream(data: bytes) -> bool:
-    """Whether a recorded file is a stream (SSE, event-stream, JSON lines), not one body."""
+def looks_like_stream(data: bytes, status: int | None = None) -> bool:
+    """Whether a recorded file is a stream (SSE, event-stream, JSON lines or a streamed
+    JSON array of response objects), not one body."""
     if sniff_framing(data[:12]) == "event-stream":
         return True
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith((b"data:", b"event:", b":", b"id:", b"retry:")):
         return True
+    if head[:1] == b"[" and status is None:
+        # Gemini streams without alt=sse as one JSON array of response objects; an error
+        # body wrapped in an array comes with its status and is read as a body.
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return True  # an array stream cut off before its closing bracket
+        return isinstance(value, list) and bool(value) and isinstance(value[0], dict)
     if head[:1] != b"{":
         return False
     try:
@@ -161,7 +170,7 @@ def inspect_command(
     name = source.name if isinstance(source.name, str) else "-"
     name = "<stdin>" if name in {"<stdin>", "-"} else name
     data = _read(source)
-    streamed = looks_like_stream(data)
+    streamed = looks_like_stream(data, status)
     verdict_event = None
     try:
         if streamed:

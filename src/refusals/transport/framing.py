@@ -284,3 +284,71 @@ def encode_event_stream(headers: dict[str, str], payload: bytes) -> bytes:
     prelude += struct.pack(">I", zlib.crc32(prelude))
     body = prelude + raw_headers + payload
     return body + struct.pack(">I", zlib.crc32(body))
+
+
+class JSONArrayParser:
+    """Incremental reader of a streamed JSON array, yielding each element's bytes.
+
+    Gemini's `streamGenerateContent` without `alt=sse` answers with one JSON array whose
+    elements (pretty-printed, over many lines) arrive as they are generated. Only the
+    nesting is tracked here (strings and escapes included); each element is parsed later.
+    """
+
+    __slots__ = ("_buffer", "_closed", "_depth", "_escape", "_in_string", "_pos", "_start")
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._pos = 0
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._start: int | None = None
+        self._closed = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Parse `chunk`; return the elements it completed, as raw JSON bytes."""
+        buffer = self._buffer
+        buffer += chunk
+        elements: list[bytes] = []
+        depth, in_string, escape, start = self._depth, self._in_string, self._escape, self._start
+        pos = self._pos
+        end = len(buffer)
+        while pos < end and not self._closed:
+            byte = buffer[pos]
+            if in_string:
+                if escape:
+                    escape = False
+                elif byte == 0x5C:  # backslash
+                    escape = True
+                elif byte == 0x22:  # quote
+                    in_string = False
+            elif byte == 0x22:
+                in_string = True
+            elif byte in (0x7B, 0x5B):  # { [
+                depth += 1
+                if depth == 2 and start is None:
+                    start = pos
+            elif byte in (0x7D, 0x5D):  # } ]
+                depth -= 1
+                if depth == 1 and start is not None:
+                    elements.append(bytes(buffer[start : pos + 1]))
+                    start = None
+                elif depth <= 0:
+                    self._closed = True
+            pos += 1
+        # Drop what is consumed, keeping an element that is still arriving.
+        keep = start if start is not None else pos
+        del buffer[:keep]
+        self._pos = pos - keep
+        self._start = 0 if start is not None else None
+        self._depth, self._in_string, self._escape = depth, in_string, escape
+        return elements
+
+    def close(self) -> list[bytes]:
+        """End of stream: an array that never closed is a truncated stream."""
+        if not self._closed:
+            left = len(self._buffer)
+            raise FramingError(
+                f"the JSON array stream ended before its closing bracket ({left} bytes left over)"
+            )
+        return []

@@ -29,9 +29,14 @@ from refusals.providers import (
     openai_responses,
 )
 from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
-from refusals.transport.framing import EventStreamParser, FramingError, SSEParser
+from refusals.transport.framing import (
+    EventStreamParser,
+    FramingError,
+    JSONArrayParser,
+    SSEParser,
+)
 
-Framing = Literal["sse", "event-stream", "json-lines"]
+Framing = Literal["sse", "event-stream", "json-lines", "json-array"]
 
 # Detection order: the most specific shapes first (Azure and OpenRouter chunks are
 # OpenAI chat chunks with extras, so the chat module decides between them).
@@ -63,7 +68,9 @@ def sniff_framing(head: bytes) -> Framing:
         if zlib.crc32(head[:8]) == crc and headers_len < total:
             return "event-stream"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] in (b"{", b"["):
+    if text[:1] == b"[":
+        return "json-array"
+    if text[:1] == b"{":
         return "json-lines"
     return "sse"
 
@@ -81,6 +88,7 @@ class StreamDecoder:
         self._head = b""
         self._sse: SSEParser | None = None
         self._binary: EventStreamParser | None = None
+        self._array: JSONArrayParser | None = None
         self._lines = b""
         self._wire: WireDecoder | None = None
         self._pending: list[StreamEvent] = []
@@ -131,6 +139,8 @@ class StreamDecoder:
                     events += self._dispatch(name, data)
             if self._binary is not None:
                 self._binary.close()
+            if self._array is not None:
+                self._array.close()
             if self.framing == "json-lines" and self._lines.strip():
                 events += self._dispatch(None, self._lines)
                 self._lines = b""
@@ -166,6 +176,11 @@ class StreamDecoder:
                         events += self._error(f"{code}: {text}".rstrip(": "), ErrorKind.TRANSIENT)
                     else:
                         events += self._dispatch(message.event_type, message.payload)
+            elif self.framing == "json-array":
+                if self._array is None:
+                    self._array = JSONArrayParser()
+                for element in self._array.feed(chunk):
+                    events += self._dispatch(None, element)
             else:
                 self._lines += chunk
                 *lines, self._lines = self._lines.split(b"\n")
