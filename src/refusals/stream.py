@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from refusals.model import (
+    ErrorKind,
     Fallback,
     FinishReason,
     LLMResponse,
@@ -260,8 +261,18 @@ class StreamAccumulator:
             provider=self.provider,
             api=self.api,
             cut_off=cut_off,
-            error=error.error if error is not None else None,
+            error=_provider_error(error),
         )
+
+
+def _provider_error(error: StreamError | None) -> ProviderError | None:
+    """The error a response reports: a stream that broke off or sent garbage is a
+    transport failure, safe to retry, unless the provider classified it otherwise."""
+    if error is None:
+        return None
+    if error.error is not None:
+        return error.error
+    return ProviderError(ErrorKind.TRANSIENT, message=error.message)
 
 
 def _is_policy(error: StreamError) -> bool:

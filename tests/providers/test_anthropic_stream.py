@@ -830,7 +830,10 @@ def test_a_stream_that_stops_before_message_stop_is_an_error_that_says_so() -> N
     assert decoder.verdict_index is None
     assert response.content == "The first three steps are"
     assert response.cut_off is True
-    assert response.error is None  # not a provider error: the stream is incomplete
+    # Not the provider's error: the stream broke off, which is worth retrying.
+    assert response.error is not None
+    assert response.error.message == INCOMPLETE
+    assert response.error.retryable
     assert notice(response) is None
 
 

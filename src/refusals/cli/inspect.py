@@ -119,6 +119,9 @@ def _render(data: dict[str, Any], response: LLMResponse) -> None:
     if data["api"]:
         source += f" · {data['api']}"
     row("provider", source + ("  (streamed)" if data["streamed"] else ""))
+    if data["streamed"]:
+        index = data.get("verdict_event")
+        row("verdict at", "no event carried one" if index is None else f"stream event {index}")
     row("model", data["model"])
     row("category", data["category"])
     row("explanation", data["explanation"])
@@ -127,6 +130,8 @@ def _render(data: dict[str, Any], response: LLMResponse) -> None:
         status = f"HTTP {error.status} · " if error.status is not None else ""
         retry = "retryable" if error.retryable else "not retryable"
         row("error", f"{status}{error.kind.value} · {retry}")
+        if error.message and error.message != data["explanation"]:
+            row("message", error.message)
     if data["served_by_fallback"]:
         declined = ", ".join(response.declined_models) or "the requested model"
         served = response.fallback_model or "a fallback model"
