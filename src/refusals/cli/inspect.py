@@ -51,35 +51,33 @@ def verdict(response: LLMResponse, *, streamed: bool = False) -> dict[str, Any]:
     }
 
 
-def looks_like_stream(data: bytes, status: int | None = None) -> bool:
+def stream_or_body(data: bytes, status: int | None = None) -> tuple[bool, Any]:
     """Whether a recorded file is a stream (SSE, event-stream, JSON lines or a streamed
-    JSON array of response objects), not one body."""
+    JSON array of response objects) and what to read: the bytes of a stream, or the body,
+    already decoded when it was one JSON document, so that it is parsed only once."""
     if sniff_framing(data[:12]) == "event-stream":
-        return True
+        return True, data
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith((b"data:", b"event:", b":", b"id:", b"retry:")):
-        return True
-    if head[:1] == b"[" and status is None:
-        # Gemini streams without alt=sse as one JSON array of response objects; an error
-        # body wrapped in an array comes with its status and is read as a body.
-        try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return True  # an array stream cut off before its closing bracket
-        return isinstance(value, list) and bool(value) and isinstance(value[0], dict)
-    if head[:1] != b"{":
-        return False
+        return True, data
+    if head[:1] not in (b"{", b"["):
+        return False, data
     try:
-        orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
+        if head[:1] == b"[":
+            return status is None, data  # an array stream cut off before its bracket
         # Not one JSON document: one JSON object per line is a recorded stream.
-        first = head.split(b"\n", 1)[0]
         try:
-            orjson.loads(first)
+            orjson.loads(head.split(b"\n", 1)[0])
         except orjson.JSONDecodeError:
-            return False
-        return True
-    return False
+            return False, data
+        return True, data
+    # Gemini streams without alt=sse as one JSON array of response objects; an error
+    # body wrapped in an array comes with its status and is read as a body.
+    if isinstance(value, list) and status is None and value and isinstance(value[0], dict):
+        return True, data
+    return False, value
 
 
 def _no_events(response: LLMResponse) -> str:
@@ -175,7 +173,7 @@ def inspect_command(
     name = source.name if isinstance(source.name, str) else "-"
     name = "<stdin>" if name in {"<stdin>", "-"} else name
     data = _read(source)
-    streamed = looks_like_stream(data, status)
+    streamed, body = stream_or_body(data, status)
     verdict_event = None
     try:
         if streamed:
@@ -184,7 +182,7 @@ def inspect_command(
             if decoder.events_seen == 0:
                 raise NormalizeError(_no_events(response))
         else:
-            response = normalize(data, provider=provider, status=status)
+            response = normalize(body, provider=provider, status=status)
     except NormalizeError as exc:
         _fail(name, str(exc))
         return

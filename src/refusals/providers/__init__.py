@@ -24,7 +24,7 @@ from refusals.providers import (
     openai_chat,
     openai_responses,
 )
-from refusals.providers._common import JsonObject, NormalizeError, type_name
+from refusals.providers._common import JsonObject, NormalizeError, key_names, type_name
 
 __all__ = ["PROVIDERS", "NormalizeError", "decode_payload", "detect", "normalize"]
 
@@ -110,7 +110,9 @@ def detect(body: Any) -> tuple[str, ModuleType]:
         provider: str | None = module.detect_provider(body)
         if provider is not None:
             return provider, module
-    raise NormalizeError(f"unrecognised JSON object (keys: {_keys(body)}); expected {_EXPECTED}")
+    raise NormalizeError(
+        f"unrecognised JSON object (keys: {key_names(body)}); expected {_EXPECTED}"
+    )
 
 
 def _hint(body: JsonObject) -> ModuleType | None:
@@ -168,8 +170,3 @@ def normalize(payload: Any, provider: str | None = None, status: int | None = No
     else:
         result = module.parse_response(body, provider)
     return result
-
-
-def _keys(body: JsonObject) -> str:
-    names = list(body)[:8]
-    return ", ".join(names) + (", ..." if len(body) > 8 else "") if names else "none"

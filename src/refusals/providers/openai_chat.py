@@ -78,6 +78,7 @@ from refusals.providers._common import (
     integer,
     interrupted,
     json_text,
+    key_names,
     obj,
     page_text,
     require_object,
@@ -303,7 +304,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     ):
         raise NormalizeError(
             "expected a Chat Completions response with `choices`, got an object with keys: "
-            + (", ".join(list(body)[:8]) or "none")
+            + key_names(body)
         )
     choice: JsonObject = {}
     for candidate in arr(body.get("choices")):

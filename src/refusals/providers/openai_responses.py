@@ -53,6 +53,7 @@ from refusals.providers._common import (
     error_response,
     integer,
     interrupted,
+    key_names,
     obj,
     require_object,
     string,
@@ -136,7 +137,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     if not (looks_like(body) or "output" in body or "status" in body):
         raise NormalizeError(
             'expected an OpenAI Responses object (`object: "response"` with `output` and '
-            "`status`), got an object with keys: " + (", ".join(list(body)[:8]) or "none")
+            "`status`), got an object with keys: " + key_names(body)
         )
 
     messages: list[str] = []
