@@ -1,14 +1,48 @@
-"""The `refusals` command line: one module per command, registered on one click group."""
+"""The `refusals` command line: one module per command, registered on one click group.
+
+Commands are imported only when they run (or when `--help` lists them), so that start-up
+stays cheap: a command's own imports (rich, httpx, uvicorn…) load with that command.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from refusals import __version__
-from refusals.cli.inspect import inspect_command
+
+# name -> (module, attribute, one-line summary shown by `refusals --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "inspect": (
+        "refusals.cli.inspect",
+        "inspect_command",
+        "Show the verdict on a recorded response body, stream or HTTP error body.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command: click.Command = getattr(module, entry[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The summaries come from the table, so `--help` imports no command module.
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="refusals")
 def main() -> None:
     """Make LLM refusals first-class: detect, explain and never retry them.
@@ -20,6 +54,3 @@ def main() -> None:
       refusals inspect --json --status 400 error.json
       curl ... | refusals inspect -           standard input
     """
-
-
-main.add_command(inspect_command)

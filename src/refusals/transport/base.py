@@ -1,0 +1,73 @@
+"""What every model client offers the loop: one call, streamed or whole, and its attempts.
+
+The loop and the integrations program against `ModelClient` and `ModelStream`; the
+clients in `refusals.transport.clients` (one per wire format, plus the fallback chain)
+implement them. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from refusals.model import LLMResponse
+from refusals.request import Request
+from refusals.stream import StreamEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One HTTP request a call made: to which model, how it ended, how long it took."""
+
+    model: str
+    status: int | None
+    """The HTTP status, or None when no response arrived (connection error, timeout)."""
+    seconds: float
+    request_id: str | None = None
+    error: str | None = None
+    """Why the attempt failed (redacted), or None when it produced the response."""
+    retried: bool = False
+    """Whether the retry policy sent the request again after this attempt."""
+
+
+class ModelStream(Protocol):
+    """A streamed call in flight: iterate for stream events, then read `response`."""
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
+
+    @property
+    def response(self) -> LLMResponse:
+        """The response accumulated so far (complete once iteration ended)."""
+        ...
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """Every HTTP attempt this call made, in order (fallback hops included)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop reading (for example at a refusal verdict) and release the connection."""
+        ...
+
+
+class ModelClient(Protocol):
+    """A client for one model (or a fallback chain of them)."""
+
+    @property
+    def model(self) -> str:
+        """The model string it calls, `PROVIDER:MODEL`."""
+        ...
+
+    async def complete(self, request: Request) -> LLMResponse:
+        """One call, not streamed; a refusal or filter is a response, never an exception."""
+        ...
+
+    def stream(self, request: Request) -> ModelStream:
+        """One streamed call; the verdict event is yielded as soon as it arrives."""
+        ...
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """Every HTTP attempt this client made, across calls."""
+        ...
