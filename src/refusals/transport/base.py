@@ -71,3 +71,8 @@ class ModelClient(Protocol):
     def attempts(self) -> list[Attempt]:
         """Every HTTP attempt this client made, across calls."""
         ...
+
+    def begin_turn(self) -> None:
+        """A new user turn starts: a fallback chain with `scope="turn"` returns to its
+        primary model here; plain clients do nothing."""
+        ...
