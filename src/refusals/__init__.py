@@ -26,6 +26,7 @@ from refusals.refusal import (
     notice,
     refusal_reason,
 )
+from refusals.sanitize import sanitize
 from refusals.stream import (
     FallbackSeam,
     ReasoningDelta,
@@ -71,6 +72,7 @@ __all__ = [
     "normalize",
     "notice",
     "refusal_reason",
+    "sanitize",
 ]
 
 __version__ = "0.1.0"
