@@ -1,0 +1,544 @@
+"""An httpx transport that classifies every provider response and never resends a refusal.
+
+Official SDKs (OpenAI, Anthropic, Google GenAI, ...) accept an `http_client=`; giving it a
+client whose transport is a `RefusalTransport` puts `refusals` under every call they make:
+
+- every provider response passing through is classified with `refusals.normalize` (full
+  bodies) or `refusals.StreamDecoder` (streams, teed chunk by chunk as the SDK reads them,
+  never buffered whole); the result, a `ResponseVerdict`, is stored in
+  `response.extensions["refusals.verdict"]` and handed to `on_verdict`;
+- a `RefusalGuard` remembers each request that was refused or filtered, and a request
+  identical to one of them (same method, host, path and JSON body, volatile fields aside)
+  is never sent: `RefusedRequestError` is raised instead, naming the refusal by its notice.
+  No SDK retry, user loop or agent can resend a refused prompt through this transport.
+
+It works with `httpx` and with `httpx2` (which newer SDKs use): the wrapped transport's
+own library decides which stream types the responses carry. Classification never breaks
+the call it observes: a body that is no provider response gets no verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import sys
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+import orjson
+
+from refusals.model import FinishReason, LLMResponse
+from refusals.providers import NormalizeError, normalize
+from refusals.refusal import notice as notice_of
+from refusals.stream import Verdict
+from refusals.transport.streams import StreamDecoder
+
+__all__ = [
+    "VERDICT_EXTENSION",
+    "VOLATILE_FIELDS",
+    "RefusalGuard",
+    "RefusalTransport",
+    "RefusedRequestError",
+    "RequestIdentity",
+    "ResponseVerdict",
+    "request_identity",
+]
+
+VERDICT_EXTENSION = "refusals.verdict"
+"""Key of the `ResponseVerdict` in `response.extensions` once the body has been read."""
+
+VOLATILE_FIELDS: frozenset[str] = frozenset({"stream", "stream_options", "metadata"})
+"""Top-level body fields left out of a request's identity: asking for the same prompt
+streamed or not, or with other bookkeeping, is still the same prompt."""
+
+# The same call, streamed: the path names the streaming variant in these APIs.
+_STREAM_PATHS = (
+    (":streamGenerateContent", ":generateContent"),
+    ("/converse-stream", "/converse"),
+    ("/invoke-with-response-stream", "/invoke"),
+)
+
+_STREAM_TYPES = frozenset(
+    {
+        "text/event-stream",
+        "application/vnd.amazon.eventstream",
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/x-jsonlines",
+    }
+)
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""A full body larger than this is passed through unclassified rather than copied."""
+
+_TERMINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+_log = logging.getLogger("refusals.integrations.httpx")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestIdentity:
+    """What makes two requests the same prompt: method, host, path and canonical JSON body."""
+
+    method: str
+    host: str
+    path: str
+    body_digest: str
+    """SHA-256 of the body's JSON with sorted keys and without the volatile fields."""
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.host}{self.path}"
+
+
+def request_identity(
+    method: str,
+    url: object,
+    body: bytes,
+    *,
+    volatile: Iterable[str] = VOLATILE_FIELDS,
+) -> RequestIdentity | None:
+    """The identity of a request with a JSON body; None for any other body.
+
+    The query string is left out (it carries API keys and `alt=sse` in some APIs), and a
+    streaming path (`:streamGenerateContent`, `/converse-stream`) counts as its
+    non-streaming twin.
+    """
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(decoded, dict):
+        dropped = frozenset(volatile)
+        decoded = {key: value for key, value in decoded.items() if key not in dropped}
+    parsed = httpx.URL(str(url))
+    path = parsed.path
+    for streaming, plain in _STREAM_PATHS:
+        if path.endswith(streaming):
+            path = path[: -len(streaming)] + plain
+            break
+    canonical = orjson.dumps(decoded, option=orjson.OPT_SORT_KEYS)
+    return RequestIdentity(
+        method=method.upper(),
+        host=parsed.netloc.decode("ascii", "replace"),
+        path=path,
+        body_digest=hashlib.sha256(canonical).hexdigest(),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseVerdict:
+    """What one provider response passing through the transport turned out to be."""
+
+    response: LLMResponse
+    status_code: int
+    streamed: bool
+    request: RequestIdentity | None
+    """The request it answered; None when that request had no JSON body."""
+    complete: bool
+    """Whether the whole body was read (False: closed early, after a refusal or filter)."""
+
+    @property
+    def finish_reason(self) -> FinishReason:
+        return self.response.finish_reason
+
+    @property
+    def blocked(self) -> bool:
+        """Whether the request was refused or filtered: terminal, never to be resent."""
+        return self.response.finish_reason in _TERMINAL
+
+    @property
+    def notice(self) -> str | None:
+        """The refusal or content-filter notice (`refusals.notice`), else None."""
+        return notice_of(self.response)
+
+
+class RefusedRequestError(Exception):
+    """A request identical to one already refused or filtered was not sent.
+
+    When the OpenAI or Anthropic SDK is loaded, the instance raised is also an instance of
+    that SDK's base error (`openai.OpenAIError`, `anthropic.AnthropicError`), which those
+    SDKs pass through as it is: no retry, no "Connection error." wrapper.
+    """
+
+    def __init__(self, verdict: ResponseVerdict) -> None:
+        self.verdict = verdict
+        self.notice: str = verdict.notice or ""
+        where = f" ({verdict.request})" if verdict.request is not None else ""
+        super().__init__(
+            f"refusals: not sending a request identical to one already "
+            f"{'refused' if verdict.finish_reason is FinishReason.REFUSAL else 'filtered'}"
+            f"{where}. {self.notice}"
+        )
+
+
+_SDK_BASE_ERRORS = (("openai", "OpenAIError"), ("anthropic", "AnthropicError"))
+
+
+@functools.cache
+def _error_type(bases: tuple[type[Exception], ...]) -> type[RefusedRequestError]:
+    if not bases:
+        return RefusedRequestError
+    made: type[RefusedRequestError] = type(
+        "RefusedRequestError", (RefusedRequestError, *bases), {"__module__": __name__}
+    )
+    return made
+
+
+def _refused_error(verdict: ResponseVerdict) -> RefusedRequestError:
+    # The SDKs wrap and retry any exception their transport raises that is not their own;
+    # an error that is also theirs reaches the caller at once. They are looked up only if
+    # already imported: this module never imports an SDK.
+    bases: list[type[Exception]] = []
+    for module_name, name in _SDK_BASE_ERRORS:
+        module = sys.modules.get(module_name)
+        base = getattr(module, name, None) if module is not None else None
+        if isinstance(base, type) and issubclass(base, Exception):
+            bases.append(base)
+    return _error_type(tuple(bases))(verdict)
+
+
+class RefusalGuard:
+    """Remembers refused and filtered requests, and stops an identical one from being sent.
+
+    Thread-safe; share one between transports to guard several clients at once. Holds
+    at most `max_entries` requests, forgetting the oldest first.
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        self._refused: OrderedDict[RequestIdentity, ResponseVerdict] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._refused)
+
+    def refused(self, identity: RequestIdentity) -> ResponseVerdict | None:
+        """The verdict that refused this request, or None when it may be sent."""
+        with self._lock:
+            return self._refused.get(identity)
+
+    def check(self, identity: RequestIdentity | None) -> None:
+        """Raise `RefusedRequestError` when this request was already refused or filtered."""
+        if identity is None:
+            return
+        verdict = self.refused(identity)
+        if verdict is not None:
+            raise _refused_error(verdict)
+
+    def record(self, verdict: ResponseVerdict) -> None:
+        """Remember a refused or filtered request; other verdicts are ignored."""
+        if not verdict.blocked or verdict.request is None:
+            return
+        with self._lock:
+            self._refused[verdict.request] = verdict
+            self._refused.move_to_end(verdict.request)
+            while len(self._refused) > self.max_entries:
+                self._refused.popitem(last=False)
+
+    def forget(self, identity: RequestIdentity) -> None:
+        """Allow this request again (for example after the user changed models)."""
+        with self._lock:
+            self._refused.pop(identity, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._refused.clear()
+
+
+OnVerdict = Callable[[ResponseVerdict], None]
+
+
+def _media_type(headers: Any) -> str:
+    value = headers.get("content-type") or ""
+    return str(value).split(";", 1)[0].strip().lower()
+
+
+def _decompressor(headers: Any) -> Any | Literal[False] | None:
+    """A zlib decompressor for the body's coding, None for none, False when unsupported."""
+    coding = str(headers.get("content-encoding") or "").strip().lower()
+    if coding in ("", "identity"):
+        return None
+    if coding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if coding == "deflate":
+        # Servers send zlib-wrapped or gzip data under this name; accept both.
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)
+    return False
+
+
+class _Observer:
+    """Classifies one response body as it is read, and reports its verdict once."""
+
+    def __init__(
+        self,
+        *,
+        provider: str | None,
+        identity: RequestIdentity | None,
+        status: int,
+        streamed: bool,
+        decompress: Any,
+        extensions: dict[str, Any],
+        guard: RefusalGuard | None,
+        on_verdict: OnVerdict | None,
+    ) -> None:
+        self._provider = provider
+        self._identity = identity
+        self._status = status
+        self._streamed = streamed
+        self._decompress = decompress
+        self._extensions = extensions
+        self._guard = guard
+        self._on_verdict = on_verdict
+        self._decoder = StreamDecoder(provider) if streamed else None
+        self._body = bytearray()
+        self._terminal_seen = False
+        self._failed = False
+        self._done = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self._done or self._failed:
+            return
+        try:
+            data = self._decompress.decompress(chunk) if self._decompress else chunk
+            if self._decoder is None:
+                if len(self._body) + len(data) > MAX_BODY_BYTES:
+                    self._failed = True
+                    self._body = bytearray()
+                else:
+                    self._body += data
+                return
+            for event in self._decoder.feed(data):
+                if isinstance(event, Verdict) and event.finish_reason in _TERMINAL:
+                    self._on_terminal()
+        except Exception as exc:
+            # A fault of ours must not break the caller's request: stop classifying.
+            _log.warning("refusals: could not classify a response (%s)", type(exc).__name__)
+            self._failed = True
+
+    def _on_terminal(self) -> None:
+        if self._terminal_seen or self._decoder is None:
+            return
+        self._terminal_seen = True
+        # Guard at once: a consumer may stop reading here and resend before the body ends.
+        verdict = self._verdict(self._decoder.response, complete=False)
+        self._extensions[VERDICT_EXTENSION] = verdict
+        if self._guard is not None:
+            self._guard.record(verdict)
+
+    def finish(self, *, complete: bool) -> None:
+        """End of body (`complete`) or closed early; reports the verdict at most once."""
+        if self._done:
+            return
+        self._done = True
+        verdict = None if self._failed else self._final(complete)
+        if verdict is None:
+            return
+        self._extensions[VERDICT_EXTENSION] = verdict
+        if self._guard is not None:
+            self._guard.record(verdict)
+        if self._on_verdict is not None:
+            self._on_verdict(verdict)
+
+    def _final(self, complete: bool) -> ResponseVerdict | None:
+        try:
+            if self._decoder is not None:
+                if complete:
+                    if self._decompress:
+                        self._decoder.feed(self._decompress.flush())
+                    self._decoder.close()
+                elif not self._terminal_seen:
+                    return None  # closed before anything was decided
+                return self._verdict(self._decoder.response, complete=complete)
+            if not complete:
+                return None
+            if self._decompress:
+                self._body += self._decompress.flush()
+            response = normalize(bytes(self._body), self._provider, status=self._status)
+        except NormalizeError:
+            return None  # not a provider response (a model list, a file, a health check)
+        except Exception as exc:
+            _log.warning("refusals: could not classify a response (%s)", type(exc).__name__)
+            return None
+        return self._verdict(response, complete=True)
+
+    def _verdict(self, response: LLMResponse, *, complete: bool) -> ResponseVerdict:
+        return ResponseVerdict(
+            response=response,
+            status_code=self._status,
+            streamed=self._streamed,
+            request=self._identity,
+            complete=complete,
+        )
+
+
+class _TeeStream:
+    """Passes the body through unchanged, feeding each chunk to the observer on the way."""
+
+    def __init__(self, inner: Any, observer: _Observer) -> None:
+        self._inner = inner
+        self._observer = observer
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            self._observer.feed(chunk)
+            yield chunk
+        self._observer.finish(complete=True)
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._observer.finish(complete=False)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            self._observer.feed(chunk)
+            yield chunk
+        self._observer.finish(complete=True)
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._observer.finish(complete=False)
+
+
+@functools.cache
+def _tee_type(sync_base: type, async_base: type) -> type[_TeeStream]:
+    # The client asserts that a response stream is its own library's byte stream type.
+    made: type[_TeeStream] = type("RefusalTeeStream", (_TeeStream, sync_base, async_base), {})
+    return made
+
+
+def _stream_bases(response: Any) -> tuple[type, type] | None:
+    library = sys.modules.get(type(response).__module__.partition(".")[0])
+    sync_base = getattr(library, "SyncByteStream", None)
+    async_base = getattr(library, "AsyncByteStream", None)
+    if isinstance(sync_base, type) and isinstance(async_base, type):
+        return sync_base, async_base
+    return None
+
+
+if TYPE_CHECKING:
+
+    class _TransportBase(httpx.BaseTransport, httpx.AsyncBaseTransport):
+        pass
+
+else:
+    # At run time no httpx base class: Anthropic's SDK rejects any httpx object near its
+    # httpx2 client, and httpx2 clients only need the methods.
+    _TransportBase = object
+
+
+class RefusalTransport(_TransportBase):
+    """Wraps an httpx or httpx2 transport (sync or async) to classify and guard every call.
+
+    - `provider`: the wire format (`"anthropic"`, `"openai"`, ...; see
+      `refusals.providers.PROVIDERS`); None recognises it from each body.
+    - `on_verdict`: called once per classified response, when its body has been read (or
+      closed after a refusal or filter), with its `ResponseVerdict`.
+    - `guard`: True (a guard of its own), False (none), or a `RefusalGuard` to share.
+    - `volatile_fields`: top-level body fields ignored by the request identity.
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        provider: str | None = None,
+        on_verdict: OnVerdict | None = None,
+        guard: RefusalGuard | bool = True,
+        volatile_fields: Iterable[str] = VOLATILE_FIELDS,
+    ) -> None:
+        if not (hasattr(inner, "handle_request") or hasattr(inner, "handle_async_request")):
+            raise TypeError(
+                "RefusalTransport wraps an httpx transport (httpx.HTTPTransport(), "
+                f"httpx.AsyncHTTPTransport(), or httpx2's), not a {type(inner).__name__}"
+            )
+        self.inner = inner
+        self.provider = provider
+        self.on_verdict = on_verdict
+        if isinstance(guard, RefusalGuard):
+            self.guard: RefusalGuard | None = guard
+        else:
+            self.guard = RefusalGuard() if guard else None
+        self.volatile_fields = frozenset(volatile_fields)
+
+    def identity(self, request: Any) -> RequestIdentity | None:
+        """The identity this transport gives `request` (its body must have been read)."""
+        content_type = _media_type(request.headers)
+        if content_type and content_type != "application/json" and "+json" not in content_type:
+            return None
+        return request_identity(
+            request.method, request.url, request.content, volatile=self.volatile_fields
+        )
+
+    def handle_request(self, request: Any) -> Any:
+        if not hasattr(self.inner, "handle_request"):
+            raise TypeError("this RefusalTransport wraps an async transport; use an AsyncClient")
+        request.read()
+        identity = self.identity(request)
+        if self.guard is not None:
+            self.guard.check(identity)
+        response = self.inner.handle_request(request)
+        return self._observe(request, identity, response)
+
+    async def handle_async_request(self, request: Any) -> Any:
+        if not hasattr(self.inner, "handle_async_request"):
+            raise TypeError("this RefusalTransport wraps a sync transport; use a Client")
+        await request.aread()
+        identity = self.identity(request)
+        if self.guard is not None:
+            self.guard.check(identity)
+        response = await self.inner.handle_async_request(request)
+        return self._observe(request, identity, response)
+
+    def _observe(self, request: Any, identity: RequestIdentity | None, response: Any) -> Any:
+        media = _media_type(response.headers)
+        status = int(response.status_code)
+        streamed = media in _STREAM_TYPES or (
+            media == "application/json" and request.url.path.endswith(":streamGenerateContent")
+        )
+        is_json = media == "application/json" or media.endswith("+json")
+        if not (streamed or is_json or status >= 400):
+            return response
+        decompress = _decompressor(response.headers)
+        bases = _stream_bases(response)
+        if decompress is False or bases is None:
+            return response
+        observer = _Observer(
+            provider=self.provider,
+            identity=identity,
+            status=status,
+            streamed=streamed,
+            decompress=decompress,
+            extensions=response.extensions,
+            guard=self.guard,
+            on_verdict=self.on_verdict,
+        )
+        response.stream = _tee_type(*bases)(response.stream, observer)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __enter__(self) -> RefusalTransport:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> RefusalTransport:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
