@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, NoReturn
 
@@ -63,10 +63,18 @@ class ProviderError:
     status: int | None = None
     code: str | None = None
     message: str | None = None
+    retry_after: float | None = None
+    """Seconds the provider asked to wait (`retry-after` / `retry-after-ms` headers)."""
+    should_retry: bool | None = None
+    """The provider's own advice (`x-should-retry` header); None when it gave none."""
 
     @property
     def retryable(self) -> bool:
-        return self.kind is ErrorKind.TRANSIENT
+        """Whether resending can help: a transient fault the provider did not advise against.
+
+        A header never makes a policy block, bad credentials or a bad request retryable.
+        """
+        return self.kind is ErrorKind.TRANSIENT and self.should_retry is not False
 
 
 @dataclass(slots=True)
@@ -101,6 +109,9 @@ class StopDetails:
     fallback_credit_token: str | None = None
     fallback_has_prefill_claim: bool | None = None
     categories: tuple[str, ...] = ()
+    altered: str | None = None
+    """How a filter changed output it let through (`"anonymized"`, `"masked"`): set when
+    the response was delivered with parts altered rather than blocked."""
 
     def is_empty(self) -> bool:
         """Whether the provider said nothing at all."""
@@ -111,6 +122,7 @@ class StopDetails:
             and self.fallback_credit_token is None
             and self.fallback_has_prefill_claim is None
             and not self.categories
+            and self.altered is None
         )
 
     def to_detail(self) -> str:
@@ -128,6 +140,8 @@ class StopDetails:
             obj["fallback_has_prefill_claim"] = self.fallback_has_prefill_claim
         if self.categories:
             obj["categories"] = list(self.categories)
+        if self.altered is not None:
+            obj["altered"] = self.altered
         return orjson.dumps(obj).decode()
 
 
@@ -310,6 +324,73 @@ def _serde_loads(text: str) -> Any:
     return value
 
 
+MAX_JSON_DEPTH = 200
+"""Nesting kept by `sanitize_json`; deeper arrays and objects become null."""
+
+_I64_MIN = -(2**63)
+
+
+def sanitize_json(value: Any) -> Any:
+    """A copy of a decoded JSON value that every reader and writer here can handle.
+
+    Lone surrogates (in keys and strings) become U+FFFD, integers beyond 64 bits become
+    floats, and containers nested deeper than `MAX_JSON_DEPTH` become null. Iterative, so
+    any depth is safe. Used only after a first read failed: the common case pays nothing.
+    """
+    root: list[Any] = [None]
+    # (container the cleaned value goes into, its key or index, the raw value, depth)
+    stack: list[tuple[Any, Any, Any, int]] = [(root, 0, value, 0)]
+    while stack:
+        target, slot, item, depth = stack.pop()
+        if isinstance(item, str):
+            target[slot] = _clean_text(item)
+        elif isinstance(item, bool) or item is None or isinstance(item, float):
+            target[slot] = item
+        elif isinstance(item, int):
+            target[slot] = item if _I64_MIN <= item <= _U64_MAX else float(min(item, 2**1000))
+        elif isinstance(item, Mapping | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                target[slot] = None
+                continue
+            if isinstance(item, Mapping):
+                cleaned: dict[str, Any] = {}
+                target[slot] = cleaned
+                for key, child in item.items():
+                    name = _clean_text(key) if isinstance(key, str) else str(key)
+                    cleaned[name] = None
+                    stack.append((cleaned, name, child, depth + 1))
+            else:
+                items: list[Any] = [None] * len(item)
+                target[slot] = items
+                for index, child in enumerate(item):
+                    stack.append((items, index, child, depth + 1))
+        else:
+            target[slot] = str(item)
+    return root[0]
+
+
+def _clean_text(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
+
+
+def loads_lenient(data: str | bytes | bytearray | memoryview) -> Any:
+    """Parse JSON that orjson refused only for its text: escaped lone surrogates
+    (`"\\ud83d"`) or bytes that are not UTF-8. Raises ValueError when it is not JSON.
+
+    The result goes through `sanitize_json`, so provider text with odd Unicode reads as
+    the same payload with U+FFFD in place of what could not be kept.
+    """
+    if isinstance(data, bytes | bytearray | memoryview):
+        text = bytes(data).decode("utf-8", "replace")
+    else:
+        text = data
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+    return sanitize_json(value)
+
+
 def decode_detail(detail: Any) -> Any:
     """Decode one reasoning detail as the reference does; None when serde_json would fail.
 
@@ -347,6 +428,35 @@ def detail_type(value: Any) -> str | None:
     return None
 
 
+MAX_REPR_CHARS = 4000
+"""Upper bound, in characters, on `repr()` of an `LLMResponse`."""
+
+_MAX_FIELD_REPR_CHARS = 400
+
+
+def truncate_repr(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... [cut: {len(text) - limit} more characters]"
+
+
+def _bounded_repr(value: Any) -> str:
+    if isinstance(value, str) and len(value) > _MAX_FIELD_REPR_CHARS:
+        # Only the shown part is rendered, so a huge text costs nothing to describe.
+        head = repr(value[:_MAX_FIELD_REPR_CHARS])
+        return f"{head}... [cut: {len(value) - _MAX_FIELD_REPR_CHARS} more characters]"
+    if isinstance(value, list) and len(value) > 8:
+        shown = ", ".join(_bounded_repr(item) for item in value[:8])
+        return truncate_repr(f"[{shown}, ... [cut: {len(value) - 8} more items]]", 1500)
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        # Nesting too deep to render (or an integer too long to print).
+        return f"<{type(value).__name__}: too deep or too large to show>"
+    return truncate_repr(text, _MAX_FIELD_REPR_CHARS)
+
+
 def _str_field(obj: Any, name: str) -> str | None:
     value = obj.get(name) if isinstance(obj, Mapping) else None
     return value if isinstance(value, str) else None
@@ -377,6 +487,12 @@ class LLMResponse:
     """Partial output that a refusal, filter or error interrupted: not a finished answer."""
     error: ProviderError | None = None
 
+    def __repr__(self) -> str:
+        # A response can hold megabytes of content or details: its repr (in logs, test
+        # failures, tracebacks) shows the start of each field and says what was cut.
+        parts = [f"{item.name}={_bounded_repr(getattr(self, item.name))}" for item in fields(self)]
+        return truncate_repr(f"LLMResponse({', '.join(parts)})", MAX_REPR_CHARS)
+
     def decoded_details(self) -> Iterator[Any]:
         """The reasoning details that are strict JSON, decoded, in order."""
         for detail in self.reasoning_details or ():
@@ -401,6 +517,7 @@ class LLMResponse:
                     fallback_credit_token=_str_field(value, "fallback_credit_token"),
                     fallback_has_prefill_claim=prefill if isinstance(prefill, bool) else None,
                     categories=tuple(c for c in categories if isinstance(c, str)),
+                    altered=_str_field(value, "altered"),
                 )
         return None
 

@@ -22,6 +22,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    loads_lenient,
+    sanitize_json,
 )
 
 
@@ -265,6 +267,19 @@ class StreamAccumulator:
         )
 
 
+_HOSTILE = (TypeError, ValueError, RecursionError, OverflowError, KeyError, IndexError)
+"""What a reader can raise on a payload of hostile shape (orjson's write errors included)."""
+
+_NOT_JSON = object()
+
+
+def _lenient(data: str | bytes) -> Any:
+    try:
+        return loads_lenient(data)
+    except ValueError:
+        return _NOT_JSON
+
+
 def _provider_error(error: StreamError | None) -> ProviderError | None:
     """The error a response reports: a stream that broke off or sent garbage is a
     transport failure, safe to retry, unless the provider classified it otherwise."""
@@ -328,9 +343,19 @@ class WireDecoder:
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
-            events: list[StreamEvent] = [StreamError(f"stream event {index} is not JSON")]
+            payload = _lenient(data)
+            if payload is _NOT_JSON:
+                events: list[StreamEvent] = [StreamError(f"stream event {index} is not JSON")]
+                if self.done:
+                    return []  # garbage after the end changes nothing either
+                acc.apply(events[0], index)
+                return events
+        if self.done:
+            # The stream already ended: a later event neither flips the verdict nor adds
+            # text; a decoder may still take what it allows (Gemini's trailing usage).
+            events = self.after_end(name, payload)
         else:
-            events = self.decode(name, payload)
+            events = self._decode_safely(name, payload, index)
         if len(events) == 1 and type(events[0]) is TextDelta:
             # The bulk of any long stream: folded in here, without the dispatch in apply.
             acc._text += events[0].text.encode("utf-8", "surrogatepass")
@@ -352,8 +377,24 @@ class WireDecoder:
             events.append(missing)
         return events
 
+    def _decode_safely(self, name: str | None, payload: Any, index: int) -> list[StreamEvent]:
+        try:
+            return self.decode(name, payload)
+        except _HOSTILE:
+            pass
+        # Odd values (integers past 64 bits, nesting no writer takes) tripped a reader:
+        # the same event with those values tamed, and failing that an error event.
+        try:
+            return self.decode(name, sanitize_json(payload))
+        except _HOSTILE:
+            return [StreamError(f"stream event {index} could not be read")]
+
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         raise NotImplementedError
+
+    def after_end(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        """Events to keep from an event that came after the terminal one (none by default)."""
+        return []
 
     def finish(self) -> list[StreamEvent]:
         """Events held back until the end of the stream (none by default)."""

@@ -461,16 +461,17 @@ def test_a_later_usage_chunk_keeps_the_filter_verdict_and_its_index() -> None:
     assert response.usage.input_tokens == 5
 
 
-def test_an_error_after_a_block_keeps_the_block_and_does_not_explain_it() -> None:
+def test_an_error_after_the_final_chunk_of_a_block_changes_nothing() -> None:
     raw = (WRITTEN / "stream-recitation.sse").read_bytes()
+    alone, _ = decode(raw)
     raw += b"data: " + (WRITTEN / "error-500-internal.json").read_bytes().replace(b"\n", b"")
     response, decoder = decode(raw + b"\n\n")
     assert decoder.verdict_index == 2
     assert response.finish_reason is FinishReason.CONTENT_FILTER
     assert response.raw_finish_reason == "RECITATION"
     assert notice(response) == f"{FILTERED} (category: recitation). {NEXT_STEP}"
-    assert response.error is not None
-    assert response.error.code == "INTERNAL"
+    assert response.error is None
+    assert response == alone
 
 
 def test_a_block_already_seen_stays_a_block_when_the_stream_is_then_cut_mid_event() -> None:

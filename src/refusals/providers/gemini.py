@@ -292,7 +292,8 @@ class StreamDecoder(WireDecoder):
       `promptFeedback` has a `blockReason` (a prompt block, usually the only chunk). The
       mapping, categories and explanation are those of `parse_response`.
     - Gemini sends no terminal sentinel: that chunk completes the stream, and a stream that
-      ends without one is incomplete (an error). Chunks after it (usage) are still read.
+      ends without one is incomplete (an error). After it only usage is read: a later
+      chunk's text or finish reason changes nothing.
     - `{"error": {...}}` in the stream is a `StreamError` with the verdict `parse_error`
       gives the same body, so a Responsible-AI block reported as an error is a content
       filter on that event; after a block, an error adds itself but changes no verdict.
@@ -305,11 +306,36 @@ class StreamDecoder(WireDecoder):
         self._tool_calls = 0
         self._blocked: list[JsonObject] = []
         self._ratings_kept = False
+        self._final: str | None = None  # the finish reason of the final chunk
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         # A JSON array holds chunks (the `alt=json` form, or an error wrapped in an array).
         items = payload if isinstance(payload, list) else [payload]
-        return [event for item in items for event in self._chunk(item)]
+        events: list[StreamEvent] = []
+        for item in items:
+            # An array can hold the final chunk and more after it: those are after the end.
+            events += self.after_end(name, item) if self.done else self._chunk(item)
+        return events
+
+    def after_end(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        # Usage may trail the final chunk. Early Gemini versions repeated the finish reason
+        # on every chunk: a chunk that repeats it is read whole (its verdict is the same
+        # one); any other chunk after the end adds its usage and nothing else.
+        events: list[StreamEvent] = []
+        for item in payload if isinstance(payload, list) else [payload]:
+            if not isinstance(item, dict):
+                continue
+            candidate = _first_candidate(item.get("candidates"))
+            repeats = (
+                self._final is not None
+                and candidate.get("finishReason") == self._final
+                and "promptFeedback" not in item
+            )
+            if repeats:
+                events += self._chunk(item)
+            elif isinstance(item.get("usageMetadata"), dict):
+                events.append(UsageUpdate(_usage(item["usageMetadata"])))
+        return events
 
     def _chunk(self, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
@@ -347,6 +373,8 @@ class StreamDecoder(WireDecoder):
         if isinstance(raw, str):
             events.append(self._verdict(raw, string(candidate.get("finishMessage"))))
             self.done = True
+            if self._final is None:
+                self._final = raw
         return events
 
     def _parts(self, content: JsonObject) -> list[StreamEvent]:
