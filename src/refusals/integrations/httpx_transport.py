@@ -426,9 +426,17 @@ def _stream_bases(response: Any) -> tuple[type, type] | None:
 
 
 if TYPE_CHECKING:
+    import httpx2
 
-    class _TransportBase(httpx.BaseTransport, httpx.AsyncBaseTransport):
-        pass
+    # For type checkers, a transport of both libraries (its methods take and return Any).
+    class _TransportBase(
+        httpx.BaseTransport,
+        httpx.AsyncBaseTransport,
+        httpx2.BaseTransport,
+        httpx2.AsyncBaseTransport,
+    ):
+        def handle_request(self, request: Any) -> Any: ...
+        async def handle_async_request(self, request: Any) -> Any: ...
 
 else:
     # At run time no httpx base class: Anthropic's SDK rejects any httpx object near its
