@@ -55,6 +55,7 @@ class Request:
     `model` is the provider's own model name (no `provider:` prefix). `fallbacks` lists
     models for Anthropic's server-side fallback (ignored by other wire formats).
     `extra` is merged into the provider body last, for options this model lacks.
+    `fallback_credit_token` and `betas` are Anthropic-only, set by the fallback chain.
     """
 
     model: str
@@ -67,6 +68,10 @@ class Request:
     stream: bool = True
     fallbacks: list[str] = field(default_factory=list)
     extra: JsonObject = field(default_factory=dict)
+    fallback_credit_token: str | None = None
+    """Anthropic's token from a refusal's `stop_details`, redeemed on a fallback hop."""
+    betas: list[str] = field(default_factory=list)
+    """Extra `anthropic-beta` features to send (ignored by other wire formats)."""
 
     def with_model(self, model: str) -> Request:
         """The same request for another model (a fallback hop)."""
@@ -81,6 +86,8 @@ class Request:
             stream=self.stream,
             fallbacks=list(self.fallbacks),
             extra=dict(self.extra),
+            fallback_credit_token=self.fallback_credit_token,
+            betas=list(self.betas),
         )
 
     @property

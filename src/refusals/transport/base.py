@@ -11,9 +11,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from refusals.model import LLMResponse
+from refusals.model import FinishReason, LLMResponse
 from refusals.request import Request
-from refusals.stream import StreamEvent
+from refusals.stream import (
+    FallbackSeam,
+    ReasoningDelta,
+    RefusalDelta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Verdict,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +84,16 @@ class ModelClient(Protocol):
         """A new user turn starts: a fallback chain with `scope="turn"` returns to its
         primary model here; plain clients do nothing."""
         ...
+
+
+def shows_output(event: StreamEvent) -> bool:
+    """Whether an event shows the caller something: text, reasoning, a tool call, a
+    refusal text, a fallback seam, or a verdict other than an error.
+
+    A stream is never replayed once it yielded such an event (the caller has seen it).
+    """
+    if isinstance(event, Verdict):
+        return event.finish_reason is not FinishReason.ERROR
+    return isinstance(
+        event, TextDelta | ReasoningDelta | ToolCallDelta | RefusalDelta | FallbackSeam
+    )

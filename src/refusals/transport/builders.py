@@ -1,0 +1,402 @@
+"""Request builders: one function per wire format, from a `Request` to that provider's body.
+
+Each builder is pure (no I/O, no keys): it returns the JSON body, and for Anthropic the
+`anthropic-beta` features the body needs. The clients add the URL, the credentials and
+the transport. `Request.extra` is merged last, so a caller can set any option we do not
+model; the builders never drop what a caller put there.
+
+Wire formats and their documentation:
+- Anthropic Messages: https://docs.anthropic.com/en/api/messages
+- OpenAI Chat Completions (and every OpenAI-compatible vendor, Azure included):
+  https://platform.openai.com/docs/api-reference/chat/create
+- OpenAI Responses: https://platform.openai.com/docs/api-reference/responses/create
+- Gemini / Vertex AI `generateContent`:
+  https://ai.google.dev/api/generate-content
+- Bedrock Converse: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from refusals.request import JsonObject, Message, Request
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "FALLBACK_CREDIT_BETA",
+    "SERVER_SIDE_FALLBACK_BETA",
+    "AnthropicBody",
+    "anthropic_body",
+    "bedrock_body",
+    "gemini_body",
+    "openai_chat_body",
+    "openai_responses_body",
+]
+
+DEFAULT_MAX_TOKENS = 4096
+"""Anthropic requires `max_tokens`; this is sent when the request leaves it out."""
+
+SERVER_SIDE_FALLBACK_BETA = "server-side-fallback-2026-06-01"
+"""The beta Anthropic's documentation names for the request's `fallbacks` field."""
+
+FALLBACK_CREDIT_BETA = "fallback-credit-2026-07-01"
+"""The beta under which refusals mint, and retries redeem, a `fallback_credit_token`."""
+
+
+@dataclass(slots=True)
+class AnthropicBody:
+    """An Anthropic Messages body and the `anthropic-beta` features it needs."""
+
+    body: JsonObject
+    betas: list[str] = field(default_factory=list)
+
+
+def _arguments(text: str) -> Any:
+    """A tool call's arguments as JSON; malformed text (a cut-off call) becomes {}."""
+    if not text.strip():
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _merge_extra(body: JsonObject, request: Request) -> JsonObject:
+    body.update(request.extra)
+    return body
+
+
+def _runs(messages: list[Message]) -> Iterator[tuple[str, list[Message]]]:
+    """Consecutive messages grouped by the role they take on the wire (tool results are
+    user turns for Anthropic, Gemini and Bedrock, which require alternating roles)."""
+    role: str | None = None
+    group: list[Message] = []
+    for message in messages:
+        wire_role = "assistant" if message.role == "assistant" else "user"
+        if wire_role != role and group:
+            yield role or "user", group
+            group = []
+        role = wire_role
+        group.append(message)
+    if group:
+        yield role or "user", group
+
+
+# --- Anthropic Messages ------------------------------------------------------------
+
+
+def _anthropic_blocks(message: Message, *, last: bool) -> list[JsonObject]:
+    if message.role == "tool":
+        block: JsonObject = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    if message.role == "user":
+        return [{"type": "text", "text": message.content}] if message.content else []
+    if message.blocks is not None:
+        return [dict(b) for b in message.blocks]
+    # A final assistant turn is a prefill, which the API rejects with trailing whitespace.
+    text = message.content.rstrip() if last else message.content
+    blocks: list[JsonObject] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call.arguments)}
+        for call in message.tool_calls
+    ]
+    return blocks
+
+
+def anthropic_body(request: Request, *, stream: bool) -> AnthropicBody:
+    """The Messages body; `fallbacks` and a credit token bring their beta features."""
+    messages: list[JsonObject] = []
+    runs = list(_runs(request.messages))
+    for index, (role, group) in enumerate(runs):
+        last = index == len(runs) - 1
+        content = [b for m in group for b in _anthropic_blocks(m, last=last)]
+        if content:
+            messages.append({"role": role, "content": content})
+    body: JsonObject = {
+        "model": request.model,
+        "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": messages,
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    if stream:
+        body["stream"] = True
+    betas = list(request.betas)
+    if request.fallbacks:
+        body["fallbacks"] = [{"model": model} for model in request.fallbacks]
+        betas.append(SERVER_SIDE_FALLBACK_BETA)
+    elif request.fallback_credit_token:
+        # Anthropic rejects a credit token combined with `fallbacks`, so it goes only
+        # on a plain retry.
+        body["fallback_credit_token"] = request.fallback_credit_token
+        betas.append(FALLBACK_CREDIT_BETA)
+    return AnthropicBody(_merge_extra(body, request), list(dict.fromkeys(betas)))
+
+
+# --- OpenAI Chat Completions (and compatible vendors) ------------------------------
+
+# Vendors that take `max_completion_tokens` (OpenAI deprecated `max_tokens` for it);
+# every other OpenAI-compatible server documents `max_tokens`.
+_COMPLETION_TOKENS = frozenset({"openai", "azure"})
+# Vendors known to reject `stream_options`.
+_NO_STREAM_OPTIONS = frozenset({"mistral"})
+
+
+def _chat_messages(request: Request) -> list[JsonObject]:
+    messages: list[JsonObject] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "user":
+            messages.append({"role": "user", "content": message.content})
+        elif message.role == "tool":
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+        else:
+            item: JsonObject = {"role": "assistant", "content": message.content or None}
+            if message.tool_calls:
+                item["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                    }
+                    for call in message.tool_calls
+                ]
+            messages.append(item)
+    return messages
+
+
+def openai_chat_body(request: Request, *, stream: bool, vendor: str = "openai") -> JsonObject:
+    """The Chat Completions body; `vendor` picks the few fields vendors spell differently."""
+    body: JsonObject = {"model": request.model, "messages": _chat_messages(request)}
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    if request.max_tokens is not None:
+        key = "max_completion_tokens" if vendor in _COMPLETION_TOKENS else "max_tokens"
+        body[key] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if stream:
+        body["stream"] = True
+        if vendor not in _NO_STREAM_OPTIONS:
+            # Without it the stream carries no token counts.
+            body["stream_options"] = {"include_usage": True}
+    return _merge_extra(body, request)
+
+
+# --- OpenAI Responses ---------------------------------------------------------------
+
+
+def _responses_input(request: Request) -> list[JsonObject]:
+    items: list[JsonObject] = []
+    for message in request.messages:
+        if message.role == "user":
+            items.append(
+                {"role": "user", "content": [{"type": "input_text", "text": message.content}]}
+            )
+        elif message.role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id or "",
+                    "output": message.content,
+                }
+            )
+        else:
+            if message.content:
+                items.append({"role": "assistant", "content": message.content})
+            items += [
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments or "{}",
+                }
+                for call in message.tool_calls
+            ]
+    return items
+
+
+def openai_responses_body(request: Request, *, stream: bool) -> JsonObject:
+    """The Responses body: `instructions`, `input` items, flat function tools.
+
+    The Responses API has no stop sequences, so `Request.stop` is not sent.
+    """
+    body: JsonObject = {"model": request.model, "input": _responses_input(request)}
+    if request.system:
+        body["instructions"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+    if request.max_tokens is not None:
+        body["max_output_tokens"] = request.max_tokens
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if stream:
+        body["stream"] = True
+    return _merge_extra(body, request)
+
+
+# --- Gemini and Vertex AI -----------------------------------------------------------
+
+
+def _gemini_parts(message: Message) -> list[JsonObject]:
+    if message.role == "tool":
+        return [
+            {
+                "functionResponse": {
+                    "name": message.name or "",
+                    "response": {"error" if message.is_error else "result": message.content},
+                }
+            }
+        ]
+    if message.role == "user":
+        return [{"text": message.content}] if message.content else []
+    parts: list[JsonObject] = [{"text": message.content}] if message.content else []
+    parts += [
+        {"functionCall": {"name": call.name, "args": _arguments(call.arguments)}}
+        for call in message.tool_calls
+    ]
+    return parts
+
+
+def gemini_body(request: Request) -> JsonObject:
+    """The `generateContent` body (the model and streaming are in the URL)."""
+    contents: list[JsonObject] = []
+    for role, group in _runs(request.messages):
+        parts = [p for m in group for p in _gemini_parts(m)]
+        if parts:
+            contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
+    body: JsonObject = {"contents": contents}
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in request.tools
+                ]
+            }
+        ]
+    config: JsonObject = {}
+    if request.max_tokens is not None:
+        config["maxOutputTokens"] = request.max_tokens
+    if request.temperature is not None:
+        config["temperature"] = request.temperature
+    if request.stop:
+        config["stopSequences"] = list(request.stop)
+    if config:
+        body["generationConfig"] = config
+    return _merge_extra(body, request)
+
+
+# --- Bedrock Converse ---------------------------------------------------------------
+
+
+def _bedrock_blocks(message: Message) -> list[JsonObject]:
+    if message.role == "tool":
+        return [
+            {
+                "toolResult": {
+                    "toolUseId": message.tool_call_id or "",
+                    "content": [{"text": message.content}],
+                    "status": "error" if message.is_error else "success",
+                }
+            }
+        ]
+    if message.role == "user":
+        return [{"text": message.content}] if message.content else []
+    blocks: list[JsonObject] = [{"text": message.content}] if message.content else []
+    blocks += [
+        {
+            "toolUse": {
+                "toolUseId": call.id,
+                "name": call.name,
+                "input": _arguments(call.arguments),
+            }
+        }
+        for call in message.tool_calls
+    ]
+    return blocks
+
+
+def bedrock_body(request: Request) -> JsonObject:
+    """The Converse / ConverseStream body (the model id is in the URL)."""
+    messages: list[JsonObject] = []
+    for role, group in _runs(request.messages):
+        content = [b for m in group for b in _bedrock_blocks(m)]
+        if content:
+            messages.append({"role": role, "content": content})
+    body: JsonObject = {"messages": messages}
+    if request.system:
+        body["system"] = [{"text": request.system}]
+    config: JsonObject = {}
+    if request.max_tokens is not None:
+        config["maxTokens"] = request.max_tokens
+    if request.temperature is not None:
+        config["temperature"] = request.temperature
+    if request.stop:
+        config["stopSequences"] = list(request.stop)
+    if config:
+        body["inferenceConfig"] = config
+    if request.tools:
+        body["toolConfig"] = {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": t.name,
+                        "description": t.description or t.name,
+                        "inputSchema": {"json": t.parameters},
+                    }
+                }
+                for t in request.tools
+            ]
+        }
+    return _merge_extra(body, request)

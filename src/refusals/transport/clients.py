@@ -1,0 +1,943 @@
+"""HTTP clients for every provider, chosen by a `PROVIDER:MODEL` string.
+
+`client_for("anthropic:claude-opus-4-8")` returns a `ModelClient` that speaks that
+provider's wire format over httpx: Anthropic Messages, OpenAI Chat Completions and
+Responses, any OpenAI-compatible server, Azure OpenAI, Gemini and Vertex AI, Bedrock
+Converse, and `mock:SCENARIO` (the in-process mock provider). Every call goes through
+the one retry policy (`refusals.transport.retry`) and, with `fallbacks`, the one fallback
+chain (`refusals.transport.fallback`).
+
+What a call returns is always an `LLMResponse`: an HTTP error, a refusal and a
+content-filter stop are values (read by `refusals.normalize`), and a connection that
+failed after the retries is an ERROR response with a transient `ProviderError` saying
+what happened. Exceptions are for usage errors only (`ClientError`). Keys never appear
+in a repr, an `Attempt`, an event or an error message.
+
+Async first; `SyncClient` (or `client.sync()`) runs the same implementation on a private
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError
+from refusals.providers import NormalizeError, normalize
+from refusals.providers._common import redact
+from refusals.request import Request
+from refusals.stream import StreamError, StreamEvent, Verdict
+from refusals.transport import builders
+from refusals.transport.auth import (
+    MissingCredentials,
+    Secret,
+    SigV4Signer,
+    env_secret,
+    optional_env_secret,
+)
+from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
+from refusals.transport.retry import RetryPolicy, retry_after
+from refusals.transport.streams import StreamDecoder
+
+if TYPE_CHECKING:
+    from refusals.transport.fallback import FallbackChain
+
+__all__ = [
+    "MODEL_PROVIDERS",
+    "ClientError",
+    "HTTPClient",
+    "SyncClient",
+    "client_for",
+    "parse_model_string",
+]
+
+Wire = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"]
+
+
+class ClientError(ValueError):
+    """A client cannot be made as asked: a bad model string, a missing key or setting.
+
+    The message is one line naming the problem and the way out (never a key's value).
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class _Provider:
+    """How one `PROVIDER:` prefix is reached."""
+
+    wire: Wire
+    normalize_as: str
+    """The provider name `normalize` and `StreamDecoder` read its bodies as."""
+    base_url: str | None
+    """The default server (None: `base_url` or the environment must give one)."""
+    key_env: tuple[str, ...] = ()
+    key_optional: bool = False
+    base_url_env: tuple[str, ...] = ()
+
+
+# base_url follows each official SDK: the server root for Anthropic and Gemini, the root
+# plus `/v1` (or the vendor's OpenAI-compatible prefix) for OpenAI-compatible servers.
+_PROVIDERS: dict[str, _Provider] = {
+    "anthropic": _Provider(
+        "anthropic",
+        "anthropic",
+        "https://api.anthropic.com",
+        ("ANTHROPIC_API_KEY",),
+        base_url_env=("ANTHROPIC_BASE_URL",),
+    ),
+    "openai": _Provider(
+        "openai-chat",
+        "openai",
+        "https://api.openai.com/v1",
+        ("OPENAI_API_KEY",),
+        base_url_env=("OPENAI_BASE_URL",),
+    ),
+    "openai-responses": _Provider(
+        "openai-responses",
+        "openai-responses",
+        "https://api.openai.com/v1",
+        ("OPENAI_API_KEY",),
+        base_url_env=("OPENAI_BASE_URL",),
+    ),
+    "azure": _Provider(
+        "openai-chat",
+        "azure",
+        None,
+        ("AZURE_OPENAI_API_KEY",),
+        base_url_env=("AZURE_OPENAI_ENDPOINT",),
+    ),
+    "gemini": _Provider(
+        "gemini",
+        "gemini",
+        "https://generativelanguage.googleapis.com",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        base_url_env=("GOOGLE_GEMINI_BASE_URL",),
+    ),
+    "vertex": _Provider("gemini", "vertex", None, ("GOOGLE_OAUTH_ACCESS_TOKEN",)),
+    "bedrock": _Provider("bedrock", "bedrock", None, ("AWS_BEARER_TOKEN_BEDROCK",), True),
+    "openrouter": _Provider(
+        "openai-chat", "openrouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)
+    ),
+    "deepseek": _Provider(
+        "openai-chat", "deepseek", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",)
+    ),
+    "xai": _Provider("openai-chat", "xai", "https://api.x.ai/v1", ("XAI_API_KEY",)),
+    "groq": _Provider("openai-chat", "groq", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",)),
+    "mistral": _Provider(
+        "openai-chat", "mistral", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)
+    ),
+    "together": _Provider(
+        "openai-chat", "openai", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",)
+    ),
+    "ollama": _Provider(
+        "openai-chat",
+        "ollama",
+        "http://localhost:11434/v1",
+        ("OLLAMA_API_KEY",),
+        True,
+        base_url_env=("OLLAMA_BASE_URL",),
+    ),
+    "vllm": _Provider(
+        "openai-chat", "openai", None, ("VLLM_API_KEY",), True, base_url_env=("VLLM_BASE_URL",)
+    ),
+    "openai-compatible": _Provider(
+        "openai-chat",
+        "openai",
+        None,
+        ("OPENAI_COMPATIBLE_API_KEY",),
+        True,
+        base_url_env=("OPENAI_COMPATIBLE_BASE_URL",),
+    ),
+    "mock": _Provider("anthropic", "anthropic", "http://mock.invalid"),
+}
+
+MODEL_PROVIDERS: tuple[str, ...] = tuple(_PROVIDERS)
+"""Every `PROVIDER:` prefix a model string may start with."""
+
+_EXAMPLE = "e.g. anthropic:claude-opus-4-8 or openai:gpt-5.2"
+_DEFAULT_AZURE_API_VERSION = "2024-10-21"
+_DEFAULT_VERTEX_LOCATION = "us-central1"
+_REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-amzn-requestid", "apim-request-id")
+_MAX_ERROR_BODY = 1 << 20
+"""Bytes of an error body read at most (error pages can be large)."""
+_MOCK_KEY = "mock-key"
+
+# H1 may add `headers=` to `normalize` (retry-after read into ProviderError); pass them
+# when it accepts them.
+_NORMALIZE_TAKES_HEADERS = "headers" in inspect.signature(normalize).parameters
+
+
+def parse_model_string(model: str) -> tuple[str, str]:
+    """`PROVIDER:MODEL` split into the provider prefix and the provider's model name.
+
+    Only the first colon separates them (`ollama:llama3:8b`, Bedrock ARNs). Raises
+    `ClientError` for a string without a known provider or without a model.
+    """
+    provider, sep, name = model.partition(":")
+    provider = provider.strip().lower()
+    if not sep:
+        raise ClientError(
+            f"model {model!r} names no provider: write PROVIDER:MODEL, {_EXAMPLE} "
+            f"(providers: {', '.join(MODEL_PROVIDERS)})"
+        )
+    if provider not in _PROVIDERS:
+        raise ClientError(
+            f"unknown provider {provider!r} in model {model!r}; expected one of: "
+            f"{', '.join(MODEL_PROVIDERS)}"
+        )
+    name = name.strip()
+    if not name:
+        raise ClientError(f"model {model!r} names no model after {provider!r}: {_EXAMPLE}")
+    return provider, name
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    for name in _REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    method: str
+    url: str
+    headers: dict[str, str]
+    content: bytes
+
+
+class _Call:
+    """The attempts of one call, with the clock its retry budget runs on."""
+
+    def __init__(self, client: HTTPClient) -> None:
+        self.client = client
+        self.attempts: list[Attempt] = []
+        self.started = time.monotonic()
+        self.count = 0
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def record(
+        self,
+        started: float,
+        status: int | None,
+        *,
+        request_id: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        attempt = Attempt(
+            model=self.client.model,
+            status=status,
+            seconds=time.monotonic() - started,
+            request_id=request_id,
+            error=self.client.scrub(error) if error else None,
+        )
+        self.attempts.append(attempt)
+        self.client.record(attempt)
+
+    def mark_retried(self) -> None:
+        last = self.attempts[-1]
+        retried = dataclasses.replace(last, retried=True)
+        self.attempts[-1] = retried
+        self.client.replace_last(last, retried)
+
+
+class HTTPClient:
+    """A `ModelClient` for one model of one provider, over httpx.
+
+    Made by `client_for`; `model` is the `PROVIDER:MODEL` string, `model_name` the
+    provider's own name, which replaces `Request.model` in every body sent.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        model_name: str,
+        *,
+        base_url: str,
+        secret: Secret | None,
+        retry: RetryPolicy,
+        timeout: float,
+        http_client: httpx.AsyncClient | None = None,
+        signer: SigV4Signer | None = None,
+        settings: Mapping[str, str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model_name = model_name
+        spec = _PROVIDERS[provider]
+        self.wire: Wire = spec.wire
+        self.normalize_as = spec.normalize_as
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry
+        self.timeout = timeout
+        self._secret = secret
+        self._signer = signer
+        self._settings = dict(settings or {})
+        self._http = http_client
+        self._owns_http = http_client is None
+        self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._attempts: list[Attempt] = []
+
+    def __repr__(self) -> str:
+        return f"HTTPClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def model(self) -> str:
+        return f"{self.provider}:{self.model_name}"
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return list(self._attempts)
+
+    def begin_turn(self) -> None:
+        """A plain client has no per-turn state."""
+
+    def for_model(self, model_name: str) -> HTTPClient:
+        """The same provider, endpoint, key and connection pool for another model (used
+        to follow a `recommended_model`)."""
+        other = HTTPClient(
+            self.provider,
+            model_name,
+            base_url=self.base_url,
+            secret=self._secret,
+            retry=self.retry,
+            timeout=self.timeout,
+            http_client=self._http,
+            signer=self._signer,
+            settings=self._settings,
+        )
+        other._owns_http = False
+        if self._http is None:
+            other._http = self._client()
+        return other
+
+    def sync(self) -> SyncClient:
+        """This client behind a blocking facade."""
+        return SyncClient(self)
+
+    def record(self, attempt: Attempt) -> None:
+        self._attempts.append(attempt)
+
+    def replace_last(self, old: Attempt, new: Attempt) -> None:
+        for index in range(len(self._attempts) - 1, -1, -1):
+            if self._attempts[index] is old:
+                self._attempts[index] = new
+                return
+
+    def scrub(self, text: str) -> str:
+        """`text` without this client's credentials (exact values, then key patterns)."""
+        if self._secret is not None:
+            text = self._secret.scrub(text)
+        if self._signer is not None:
+            for value in self._signer.secrets():
+                text = text.replace(value, "[redacted]")
+        return redact(text)
+
+    async def aclose(self) -> None:
+        """Close the connection pool this client opened (not one it was given)."""
+        if self._owns_http and self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # --- the request --------------------------------------------------------------
+
+    def _client(self) -> httpx.AsyncClient:
+        if not self._owns_http and self._http is not None:
+            return self._http
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        # A pool's connections belong to the event loop that opened them.
+        if self._http is None or (loop is not None and loop is not self._http_loop):
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
+            )
+            self._http_loop = loop
+        return self._http
+
+    def _prepare(self, request: Request, *, stream: bool) -> _Prepared:
+        request = request.with_model(self.model_name)
+        headers = {"content-type": "application/json", "accept": "application/json"}
+        body: Any
+        if self.wire == "anthropic":
+            built = builders.anthropic_body(request, stream=stream)
+            body, url = built.body, f"{self.base_url}/v1/messages"
+            headers["anthropic-version"] = "2023-06-01"
+            if built.betas:
+                headers["anthropic-beta"] = ",".join(built.betas)
+        elif self.wire == "openai-responses":
+            body = builders.openai_responses_body(request, stream=stream)
+            url = f"{self.base_url}/responses"
+        elif self.wire == "openai-chat":
+            body = builders.openai_chat_body(request, stream=stream, vendor=self.provider)
+            if self.provider == "azure":
+                deployment = quote(self.model_name, safe="")
+                version = quote(self._settings["api_version"], safe="")
+                url = (
+                    f"{self.base_url}/openai/deployments/{deployment}/chat/completions"
+                    f"?api-version={version}"
+                )
+                body.pop("model", None)
+            else:
+                url = f"{self.base_url}/chat/completions"
+        elif self.wire == "gemini":
+            body = builders.gemini_body(request)
+            method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+            model = quote(self.model_name, safe="")
+            if self.provider == "vertex":
+                project = quote(self._settings["project"], safe="")
+                location = quote(self._settings["location"], safe="")
+                url = (
+                    f"{self.base_url}/v1/projects/{project}/locations/{location}"
+                    f"/publishers/google/models/{model}:{method}"
+                )
+            else:
+                url = f"{self.base_url}/v1beta/models/{model}:{method}"
+        else:
+            body = builders.bedrock_body(request)
+            operation = "converse-stream" if stream else "converse"
+            url = f"{self.base_url}/model/{quote(self.model_name, safe='')}/{operation}"
+        if stream and self.wire != "bedrock":
+            headers["accept"] = "text/event-stream"
+        content = orjson.dumps(body)
+        headers.update(self._auth_headers())
+        if self._signer is not None and self._secret is None:
+            headers = self._signer.sign("POST", url, content, headers)
+        return _Prepared("POST", url, headers, content)
+
+    def _auth_headers(self) -> dict[str, str]:
+        secret = self._secret
+        if secret is None:
+            return {}
+        if self.wire == "anthropic":
+            return {"x-api-key": secret.value}
+        if self.provider == "azure":
+            if secret.source == "AZURE_OPENAI_AD_TOKEN":
+                return {"authorization": f"Bearer {secret.value}"}
+            return {"api-key": secret.value}
+        if self.provider == "gemini":
+            return {"x-goog-api-key": secret.value}
+        return {"authorization": f"Bearer {secret.value}"}
+
+    async def _send(self, prepared: _Prepared, *, stream: bool) -> httpx.Response:
+        http = self._client()
+        built = http.build_request(
+            prepared.method, prepared.url, headers=prepared.headers, content=prepared.content
+        )
+        return await http.send(built, stream=stream)
+
+    # --- reading ------------------------------------------------------------------
+
+    def _read(self, body: bytes, status: int, headers: Mapping[str, str]) -> LLMResponse:
+        """An HTTP body read by the provider's parser; a body it cannot read is an error."""
+        try:
+            if _NORMALIZE_TAKES_HEADERS:
+                kwargs: dict[str, Any] = {"headers": dict(headers)}
+                result = normalize(body, provider=self.normalize_as, status=status, **kwargs)
+            else:
+                result = normalize(body, provider=self.normalize_as, status=status)
+        except NormalizeError as exc:
+            message = f"HTTP {status} with a body that is not a {self.provider} response: {exc}"
+            result = LLMResponse(
+                finish_reason=FinishReason.ERROR,
+                # No status: a cut-off or garbled body is transient, like a broken connection.
+                error=ProviderError(ErrorKind.TRANSIENT, message=message),
+            )
+        return result
+
+    def _finish(self, result: LLMResponse, headers: Mapping[str, str] | None) -> LLMResponse:
+        """Fill in what the body left out (model, provider, request id); scrub secrets."""
+        if result.model is None:
+            result.model = self.model_name
+        if result.provider is None:
+            result.provider = self.provider
+        if result.request_id is None and headers is not None:
+            result.request_id = _request_id(headers)
+        error = result.error
+        if error is not None and error.message:
+            result.error = dataclasses.replace(error, message=self.scrub(error.message))
+        return result
+
+    def _connection_failure(self, exc: BaseException, attempts: int) -> LLMResponse:
+        what = type(exc).__name__
+        detail = self.scrub(str(exc)) or "no details"
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        message = (
+            f"could not reach {self.model} at {self.base_url} ({what}: {detail}) after {tries}"
+        )
+        return self._finish(
+            LLMResponse(
+                finish_reason=FinishReason.ERROR,
+                error=ProviderError(ErrorKind.TRANSIENT, message=message),
+            ),
+            None,
+        )
+
+    # --- calls --------------------------------------------------------------------
+
+    async def complete(self, request: Request) -> LLMResponse:
+        """One call, not streamed, retried by the policy on transient failures only."""
+        call = _Call(self)
+        while True:
+            call.count += 1
+            prepared = self._prepare(request, stream=False)
+            started = time.monotonic()
+            try:
+                reply = await self._send(prepared, stream=False)
+            except httpx.TransportError as exc:
+                call.record(started, None, error=f"{type(exc).__name__}: {exc}")
+                delay = self.retry.decide(exc, call.count, elapsed=call.elapsed)
+                if delay is None:
+                    return self._connection_failure(exc, call.count)
+                call.mark_retried()
+                await self.retry.sleep(delay)
+                continue
+            result = self._read(reply.content, reply.status_code, reply.headers)
+            call.record(
+                started,
+                reply.status_code,
+                request_id=_request_id(reply.headers),
+                error=result.error.message if result.error is not None else None,
+            )
+            if result.finish_reason is FinishReason.ERROR:
+                delay = self.retry.decide(
+                    result,
+                    call.count,
+                    retry_after=retry_after(reply.headers),
+                    elapsed=call.elapsed,
+                )
+                if delay is not None:
+                    call.mark_retried()
+                    await self.retry.sleep(delay)
+                    continue
+            return self._finish(result, reply.headers)
+
+    def stream(self, request: Request) -> ModelStream:
+        """One streamed call; nothing is sent until iteration starts."""
+        return HTTPStream(self, request)
+
+
+class HTTPStream:
+    """A streamed call of an `HTTPClient` (a `ModelStream`)."""
+
+    def __init__(self, client: HTTPClient, request: Request) -> None:
+        self._client = client
+        self._request = request
+        self._call = _Call(client)
+        self._response = LLMResponse(model=client.model_name, provider=client.provider)
+        self._iterator: AsyncIterator[StreamEvent] | None = None
+        self._http: httpx.Response | None = None
+
+    def __repr__(self) -> str:
+        return f"HTTPStream(model={self._client.model!r})"
+
+    @property
+    def response(self) -> LLMResponse:
+        return self._response
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return list(self._call.attempts)
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        if self._iterator is None:
+            self._iterator = self._run()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        if self._iterator is not None:
+            closer = getattr(self._iterator, "aclose", None)
+            if closer is not None:
+                await closer()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def _run(self) -> AsyncIterator[StreamEvent]:
+        client, call = self._client, self._call
+        while True:
+            call.count += 1
+            prepared = client._prepare(self._request, stream=True)
+            started = time.monotonic()
+            try:
+                reply = await client._send(prepared, stream=True)
+            except httpx.TransportError as exc:
+                call.record(started, None, error=f"{type(exc).__name__}: {exc}")
+                delay = client.retry.decide(exc, call.count, elapsed=call.elapsed)
+                if delay is None:
+                    self._response = client._connection_failure(exc, call.count)
+                    yield _error_event(self._response)
+                    return
+                call.mark_retried()
+                await client.retry.sleep(delay)
+                continue
+            self._http = reply
+            try:
+                if reply.status_code >= 400:
+                    result = await self._read_error(reply, started)
+                    if result is None:
+                        continue
+                    for error_event in _events_of(result):
+                        yield error_event
+                    return
+                retry = False
+                async for event in self._decode(reply, started):
+                    if event is None:
+                        retry = True
+                        break
+                    yield event
+                if retry:
+                    continue
+                return
+            finally:
+                await reply.aclose()
+                self._http = None
+
+    async def _read_error(self, reply: httpx.Response, started: float) -> LLMResponse | None:
+        """An HTTP error read to a response, or None after waiting to retry it."""
+        client, call = self._client, self._call
+        body = b""
+        async for chunk in reply.aiter_bytes():
+            body += chunk
+            if len(body) > _MAX_ERROR_BODY:
+                break
+        result = client._read(body, reply.status_code, reply.headers)
+        call.record(
+            started,
+            reply.status_code,
+            request_id=_request_id(reply.headers),
+            error=result.error.message if result.error is not None else None,
+        )
+        delay = client.retry.decide(
+            result, call.count, retry_after=retry_after(reply.headers), elapsed=call.elapsed
+        )
+        if delay is not None:
+            call.mark_retried()
+            await client.retry.sleep(delay)
+            return None
+        self._response = client._finish(result, reply.headers)
+        return self._response
+
+    async def _decode(
+        self, reply: httpx.Response, started: float
+    ) -> AsyncIterator[StreamEvent | None]:
+        """The stream's events; None last when it failed before any output and the policy
+        sends it again (after the wait)."""
+        client, call = self._client, self._call
+        decoder = StreamDecoder(client.normalize_as)
+        held: list[StreamEvent] = []
+        shown = False
+        broke: httpx.TransportError | None = None
+        received = 0
+        try:
+            async for chunk in reply.aiter_bytes():
+                received += len(chunk)
+                for decoded in decoder.feed(chunk):
+                    event = self._clean(decoded)
+                    if shown or shows_output(event):
+                        # Events held before the first output are released with it.
+                        shown = True
+                        for earlier in held:
+                            yield earlier
+                        held.clear()
+                        yield event
+                    else:
+                        held.append(event)
+        except httpx.TransportError as exc:
+            broke = exc
+        closing = decoder.close()
+        result = decoder.response
+        if broke is not None:
+            message = (
+                f"the connection to {client.model} broke after {received} bytes "
+                f"({type(broke).__name__}: {broke})"
+            )
+            result.error = ProviderError(ErrorKind.TRANSIENT, message=message)
+            result.finish_reason = (
+                result.finish_reason
+                if result.finish_reason in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
+                else FinishReason.ERROR
+            )
+            if result.content or result.tool_calls:
+                result.cut_off = True
+            closing = [StreamError(client.scrub(message), result.error)]
+        error_text = result.error.message if result.error is not None else None
+        call.record(
+            started, reply.status_code, request_id=_request_id(reply.headers), error=error_text
+        )
+        nothing_shown = not shown and not any(shows_output(e) for e in closing)
+        if nothing_shown and result.finish_reason is FinishReason.ERROR:
+            outcome: LLMResponse | BaseException = broke if broke is not None else result
+            delay = client.retry.decide(outcome, call.count, elapsed=call.elapsed)
+            if delay is not None:
+                call.mark_retried()
+                await client.retry.sleep(delay)
+                yield None
+                return
+        self._response = client._finish(result, reply.headers)
+        for event in [*held, *closing]:
+            yield self._clean(event)
+
+    def _clean(self, event: StreamEvent) -> StreamEvent:
+        """A stream error's message without this client's credentials."""
+        if isinstance(event, StreamError):
+            return StreamError(self._client.scrub(event.message), event.error)
+        return event
+
+
+def _error_event(response: LLMResponse) -> StreamError:
+    message = response.error.message if response.error and response.error.message else "error"
+    return StreamError(message, response.error)
+
+
+def _events_of(response: LLMResponse) -> list[StreamEvent]:
+    """The events a whole (HTTP error) response stands for in a stream."""
+    events: list[StreamEvent] = []
+    if response.error is not None:
+        events.append(_error_event(response))
+    events.append(
+        Verdict(response.finish_reason, response.raw_finish_reason, response.stop_details)
+    )
+    return events
+
+
+# --- making clients ---------------------------------------------------------------
+
+
+def _mock_http_client() -> httpx.AsyncClient:
+    try:
+        from refusals.mock import MockApp  # noqa: PLC0415 - the mock loads only when used
+    except ImportError as exc:
+        raise ClientError(f"the mock provider is not available ({exc})") from None
+    transport = httpx.ASGITransport(app=MockApp())
+    return httpx.AsyncClient(transport=transport, base_url="http://mock.invalid")
+
+
+def _first_env(names: Sequence[str]) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def _make_client(
+    model: str,
+    *,
+    base_url: str | None,
+    api_key: str | None,
+    retry: RetryPolicy,
+    timeout: float,
+    http_client: httpx.AsyncClient | None,
+) -> HTTPClient:
+    provider, name = parse_model_string(model)
+    spec = _PROVIDERS[provider]
+    settings: dict[str, str] = {}
+    signer: SigV4Signer | None = None
+    secret: Secret | None = None
+    url = base_url or _first_env(spec.base_url_env) or spec.base_url
+    try:
+        if provider == "mock":
+            name = name if name.startswith("mock-") else f"mock-{name}"
+            secret = Secret(api_key or _MOCK_KEY)
+            if http_client is None:
+                http_client = _mock_http_client()
+        elif provider == "azure":
+            secret = optional_env_secret(api_key, ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN"))
+            if secret is None:
+                raise MissingCredentials(
+                    "no API key for azure: set AZURE_OPENAI_API_KEY or AZURE_OPENAI_AD_TOKEN "
+                    "(or pass api_key=...)"
+                )
+            settings["api_version"] = os.environ.get(
+                "OPENAI_API_VERSION", _DEFAULT_AZURE_API_VERSION
+            )
+            if url is None:
+                raise ClientError(
+                    "azure needs its endpoint: set AZURE_OPENAI_ENDPOINT "
+                    "(https://RESOURCE.openai.azure.com) or pass base_url=..."
+                )
+        elif provider == "vertex":
+            project = _first_env(("GOOGLE_CLOUD_PROJECT",))
+            if project is None:
+                raise ClientError("vertex needs a project: set GOOGLE_CLOUD_PROJECT")
+            location = _first_env(("GOOGLE_CLOUD_LOCATION",)) or _DEFAULT_VERTEX_LOCATION
+            settings.update(project=project, location=location)
+            secret = env_secret(api_key, spec.key_env, what="vertex (an OAuth access token)")
+            if url is None:
+                host = "aiplatform.googleapis.com"
+                url = f"https://{host}" if location == "global" else f"https://{location}-{host}"
+        elif provider == "bedrock":
+            region = _first_env(("AWS_REGION", "AWS_DEFAULT_REGION"))
+            if region is None:
+                raise ClientError("bedrock needs a region: set AWS_REGION (e.g. us-east-1)")
+            secret = optional_env_secret(api_key, spec.key_env)
+            if secret is None:
+                signer = SigV4Signer(region)
+            url = url or f"https://bedrock-runtime.{region}.amazonaws.com"
+        elif spec.key_optional:
+            secret = optional_env_secret(api_key, spec.key_env)
+        else:
+            secret = env_secret(api_key, spec.key_env, what=provider)
+    except MissingCredentials as exc:
+        raise ClientError(str(exc)) from None
+    if url is None:
+        names = " or ".join(spec.base_url_env) or "base_url"
+        raise ClientError(
+            f"{provider} needs the server's URL: pass base_url=... (the root plus /v1, "
+            f"e.g. http://localhost:8000/v1) or set {names}"
+        )
+    if not url.startswith(("http://", "https://")):
+        raise ClientError(f"base_url {url!r} is not an http:// or https:// URL")
+    return HTTPClient(
+        provider,
+        name,
+        base_url=url,
+        secret=secret,
+        retry=retry,
+        timeout=timeout,
+        http_client=http_client,
+        signer=signer,
+        settings=settings,
+    )
+
+
+def client_for(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    retry: RetryPolicy | None = None,
+    fallbacks: Sequence[str | ModelClient] = (),
+    fallback_scope: Literal["turn", "session"] = "turn",
+    timeout: float = 600.0,
+    http_client: httpx.AsyncClient | None = None,
+    max_hops: int | None = None,
+) -> HTTPClient | FallbackChain:
+    """The client for `PROVIDER:MODEL`; with `fallbacks`, a fallback chain over them.
+
+    A fallback given as a model string of the same provider shares `base_url`,
+    `api_key` and `http_client` with the primary; one of another provider reads its own
+    environment. Raises `ClientError` (one line) for a bad model string or a missing key.
+    """
+    if timeout <= 0:
+        raise ClientError(f"timeout must be positive seconds, got {timeout!r}")
+    policy = retry if retry is not None else RetryPolicy()
+    primary = _make_client(
+        model,
+        base_url=base_url,
+        api_key=api_key,
+        retry=policy,
+        timeout=timeout,
+        http_client=http_client,
+    )
+    if not fallbacks:
+        return primary
+    from refusals.transport.fallback import FallbackChain  # noqa: PLC0415 - avoids a cycle
+
+    chain: list[ModelClient] = [primary]
+    for entry in fallbacks:
+        if not isinstance(entry, str):
+            chain.append(entry)
+            continue
+        same = parse_model_string(entry)[0] == primary.provider
+        chain.append(
+            _make_client(
+                entry,
+                base_url=base_url if same else None,
+                api_key=api_key if same else None,
+                retry=policy,
+                timeout=timeout,
+                http_client=primary._http if same else None,
+            )
+        )
+    return FallbackChain(chain, scope=fallback_scope, max_hops=max_hops)
+
+
+class SyncClient:
+    """A blocking facade over any `ModelClient`, running it on a private event loop.
+
+    Not for use inside a running event loop (call the async client there).
+    """
+
+    def __init__(self, client: ModelClient) -> None:
+        self.client = client
+        self._loop = asyncio.new_event_loop()
+
+    def __repr__(self) -> str:
+        return f"SyncClient({self.client!r})"
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return self.client.attempts
+
+    def begin_turn(self) -> None:
+        self.client.begin_turn()
+
+    def complete(self, request: Request) -> LLMResponse:
+        """The async `complete`, run to its end."""
+        return self._loop.run_until_complete(self.client.complete(request))
+
+    def stream(self, request: Request) -> SyncStream:
+        """The async `stream`, as a blocking iterator of events."""
+        return SyncStream(self._loop, self.client.stream(request))
+
+    def close(self) -> None:
+        """Close the connections the client opened, then the loop."""
+        closer = getattr(self.client, "aclose", None)
+        if closer is not None:
+            self._loop.run_until_complete(closer())
+        self._loop.close()
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class SyncStream:
+    """A streamed call behind a blocking iterator; `response` and `attempts` as async."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, stream: ModelStream) -> None:
+        self._loop = loop
+        self._stream = stream
+        self._iterator = stream.__aiter__()
+
+    @property
+    def response(self) -> LLMResponse:
+        return self._stream.response
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return self._stream.attempts
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        try:
+            return self._loop.run_until_complete(self._iterator.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._stream.aclose())

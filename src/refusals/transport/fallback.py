@@ -1,0 +1,416 @@
+"""The one fallback policy: what happens when a model declines, server-side or client-side.
+
+Two kinds, both reported in the response as `fallback` reasoning details (from, to, the
+trigger's type and category), so that `refusals.notice` says "The configured fallback
+model also declined." exactly when a fallback ran and declined too:
+
+- Server-side (Anthropic): `Request.fallbacks` is sent as the body's `fallbacks` with
+  its beta header (`refusals.transport.builders`); the API tries them in one round trip
+  and its `fallback` blocks and `fallback_message` iterations are kept as they came.
+- Client-side (`FallbackChain`, opt-in): on a refusal or a content-filter stop, the same
+  request goes once to the next model of the chain, which may be another provider.
+  Never the same model twice in one call, at most `max_hops` hops. A refusal naming a
+  `recommended_model` (Anthropic: the server could not run its fallback) goes to that
+  model first, on the same provider. An Anthropic `fallback_credit_token` is redeemed
+  on an Anthropic hop of the same endpoint; the refused partial output is resent as an
+  assistant prefill only when the refusal's `fallback_has_prefill_claim` is true, with
+  trailing whitespace stripped, and never for requests that force a tool or set an
+  output format (the documentation allows the prefill form only then). A hop whose
+  request fails (auth, transport) is skipped: the refusal is what the caller gets.
+
+`scope="turn"` returns to the primary at `begin_turn()`; `scope="session"` stays on the
+model that last answered. Either way, calls within a turn stay on the model that
+answered, so a tool loop is not sent back to a model that declined it.
+
+Streams: a declined hop's events are yielded up to its verdict; that verdict is held
+back when another model will be asked, and a `FallbackSeam` marks where the next
+model's output begins (text before the seam belongs to the model that declined, unless
+the seam's detail says `prefill`: then the next model continues it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from refusals.model import Fallback, FinishReason, LLMResponse, StopDetails
+from refusals.request import Message, Request
+from refusals.stream import FallbackSeam, StreamEvent, Verdict
+from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
+from refusals.transport.builders import FALLBACK_CREDIT_BETA
+
+__all__ = ["FallbackChain", "hop_detail", "hop_request"]
+
+Scope = Literal["turn", "session"]
+
+_BLOCKED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+
+
+def _is_blocked(response: LLMResponse) -> bool:
+    return response.finish_reason in _BLOCKED
+
+
+def _wire(client: ModelClient) -> str | None:
+    wire = getattr(client, "wire", None)
+    return wire if isinstance(wire, str) else None
+
+
+def _same_platform(a: ModelClient, b: ModelClient) -> bool:
+    """Whether a credit token minted by `a` can be redeemed on `b` (Anthropic, one host)."""
+    return (
+        _wire(a) == "anthropic"
+        and _wire(b) == "anthropic"
+        and getattr(a, "base_url", None) == getattr(b, "base_url", None)
+    )
+
+
+def _forces_tool_or_format(request: Request) -> bool:
+    """Whether the request forces a tool or sets an output format (no prefill then)."""
+    choice = request.extra.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+        return True
+    config = request.extra.get("output_config")
+    has_format = isinstance(config, dict) and config.get("format") is not None
+    return has_format or request.extra.get("output_format") is not None
+
+
+def _category(response: LLMResponse) -> str | None:
+    stop = response.stop_details
+    if stop is None:
+        return None
+    if stop.category is not None:
+        return stop.category
+    return stop.categories[0] if stop.categories else None
+
+
+def hop_detail(
+    from_model: str, to_model: str, blocked: LLMResponse, *, prefill: bool = False
+) -> str:
+    """The `fallback` reasoning detail that records one client-side hop."""
+    trigger: dict[str, Any] = {
+        "type": "refusal" if blocked.finish_reason is FinishReason.REFUSAL else "content_filter",
+        "category": _category(blocked),
+    }
+    detail: dict[str, Any] = {
+        "type": "fallback",
+        "from": {"model": from_model},
+        "to": {"model": to_model},
+        "trigger": trigger,
+        "source": "client",
+    }
+    if prefill:
+        detail["prefill"] = True
+    return orjson.dumps(detail).decode()
+
+
+def hop_request(
+    request: Request, blocked: LLMResponse, source: ModelClient, target: ModelClient
+) -> tuple[Request, str | None]:
+    """The request for the next hop, and the prefill it carries (None without one).
+
+    Server-side `fallbacks` belong to the primary and are not sent on. A credit token
+    goes only to an Anthropic hop of the same endpoint; the partial output only when
+    the refusal granted a prefill claim.
+    """
+    hop = request.with_model(request.model)
+    hop.fallbacks = []
+    hop.fallback_credit_token = None
+    stop = blocked.stop_details
+    token = stop.fallback_credit_token if stop is not None else None
+    prefill: str | None = None
+    if token and _same_platform(source, target):
+        hop.fallback_credit_token = token
+        partial = (blocked.content or "").rstrip()
+        claimed = stop is not None and stop.fallback_has_prefill_claim is True
+        if claimed and partial and not _forces_tool_or_format(request):
+            hop.messages = [*hop.messages, Message(role="assistant", content=partial)]
+            prefill = partial
+    return hop, prefill
+
+
+@dataclass(slots=True)
+class _Route:
+    """One call's walk down the chain."""
+
+    chain: FallbackChain
+    current: ModelClient
+    rank: int
+    tried: set[str] = field(default_factory=set)
+    hops: int = 0
+    details: list[str] = field(default_factory=list)
+    _derived: dict[str, ModelClient] = field(default_factory=dict)
+
+    def peek(self, stop: StopDetails | None) -> tuple[ModelClient, int] | None:
+        """The next model to ask after `current` declined (with its rank), if any."""
+        if self.hops >= self.chain.max_hops:
+            return None
+        recommended = stop.recommended_model if stop is not None else None
+        if recommended and self.chain.follow_recommended:
+            derived = self._derive(recommended)
+            if derived is not None and derived.model not in self.tried:
+                return derived, self.rank
+        clients = self.chain.clients
+        for rank in range(self.rank + 1, len(clients)):
+            if clients[rank].model not in self.tried:
+                return clients[rank], rank
+        return None
+
+    def _derive(self, model_name: str) -> ModelClient | None:
+        make = getattr(self.current, "for_model", None)
+        provider = getattr(self.current, "provider", None)
+        if make is None or not isinstance(provider, str):
+            return None
+        key = f"{provider}:{model_name}"
+        if key not in self._derived:
+            self._derived[key] = make(model_name)
+        return self._derived[key]
+
+    def advance(self, target: ModelClient, rank: int) -> None:
+        self.current, self.rank = target, rank
+        self.tried.add(target.model)
+        self.hops += 1
+
+
+def _compose(final: LLMResponse, details: list[str], prefill: str | None) -> LLMResponse:
+    """The answering (or last declining) response with the chain's hops recorded."""
+    if details:
+        final.reasoning_details = [*details, *(final.reasoning_details or [])]
+    if prefill and not _is_blocked(final):
+        final.content = prefill + (final.content or "")
+    return final
+
+
+class FallbackChain:
+    """A `ModelClient` over a primary and its fallbacks, tried in order on a decline."""
+
+    def __init__(
+        self,
+        clients: Sequence[ModelClient],
+        *,
+        scope: Scope = "turn",
+        max_hops: int | None = None,
+        follow_recommended: bool = True,
+    ) -> None:
+        if not clients:
+            raise ValueError("a fallback chain needs at least its primary client")
+        if scope not in ("turn", "session"):
+            raise ValueError(f"scope must be 'turn' or 'session', got {scope!r}")
+        self.clients: list[ModelClient] = list(clients)
+        self.scope: Scope = scope
+        self.max_hops = max_hops if max_hops is not None else len(self.clients)
+        if self.max_hops < 0:
+            raise ValueError("max_hops cannot be negative")
+        self.follow_recommended = follow_recommended
+        self._start: ModelClient = self.clients[0]
+        self._start_rank = 0
+        self._attempts: list[Attempt] = []
+
+    def __repr__(self) -> str:
+        models = ", ".join(c.model for c in self.clients)
+        return f"FallbackChain([{models}], scope={self.scope!r})"
+
+    @property
+    def model(self) -> str:
+        """The primary's model string."""
+        return self.clients[0].model
+
+    @property
+    def current_model(self) -> str:
+        """The model the next call starts on (the primary, or the one pinned by scope)."""
+        return self._start.model
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return list(self._attempts)
+
+    def begin_turn(self) -> None:
+        """A new user turn: a turn-scoped chain returns to its primary."""
+        if self.scope == "turn":
+            self._start, self._start_rank = self.clients[0], 0
+        for client in self.clients:
+            client.begin_turn()
+
+    def sync(self) -> Any:
+        """This chain behind a blocking facade (`refusals.transport.clients.SyncClient`)."""
+        from refusals.transport.clients import SyncClient  # noqa: PLC0415 - avoids a cycle
+
+        return SyncClient(self)
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            closer = getattr(client, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _route(self) -> _Route:
+        route = _Route(self, self._start, self._start_rank)
+        route.tried.add(self._start.model)
+        return route
+
+    def _first_request(self, request: Request, client: ModelClient) -> Request:
+        # Anthropic mints a credit token only when the refused request carried the beta.
+        wanted = _wire(client) == "anthropic" and len(self.clients) > 1
+        if wanted and FALLBACK_CREDIT_BETA not in request.betas:
+            request = request.with_model(request.model)
+            request.betas.append(FALLBACK_CREDIT_BETA)
+        return request
+
+    def _settle(self, route: _Route, final: LLMResponse) -> None:
+        """Pin the model that answered, so that the rest of the turn (or session) stays."""
+        answered = final.finish_reason is not FinishReason.ERROR and not _is_blocked(final)
+        if answered and route.current is not self._start:
+            self._start, self._start_rank = route.current, route.rank
+
+    async def complete(self, request: Request) -> LLMResponse:
+        """One call down the chain, not streamed."""
+        route = self._route()
+        source = route.current
+        blocked: LLMResponse | None = None
+        prefill: str | None = None
+        hop_req = self._first_request(request, source)
+        while True:
+            before = len(route.current.attempts)
+            result = await route.current.complete(hop_req)
+            self._attempts += route.current.attempts[before:]
+            if result.finish_reason is FinishReason.ERROR and blocked is not None:
+                # The fallback could not be asked: what the caller gets is the refusal.
+                nxt = route.peek(None)
+                if nxt is None:
+                    return _compose(blocked, route.details, None)
+                route.advance(*nxt)
+                hop_req, prefill = hop_request(request, blocked, source, route.current)
+                continue
+            if blocked is not None:
+                route.details.append(
+                    hop_detail(source.model, route.current.model, blocked, prefill=bool(prefill))
+                )
+            if _is_blocked(result):
+                nxt = route.peek(result.stop_details)
+                if nxt is not None:
+                    blocked, source = result, route.current
+                    route.advance(*nxt)
+                    hop_req, prefill = hop_request(request, blocked, source, route.current)
+                    continue
+            final = _compose(result, route.details, prefill)
+            self._settle(route, final)
+            return final
+
+    def stream(self, request: Request) -> ModelStream:
+        """One streamed call down the chain."""
+        return ChainStream(self, request)
+
+
+class ChainStream:
+    """A streamed call of a `FallbackChain` (a `ModelStream`)."""
+
+    def __init__(self, chain: FallbackChain, request: Request) -> None:
+        self._chain = chain
+        self._request = request
+        self._response = LLMResponse()
+        self._attempts: list[Attempt] = []
+        self._inner: ModelStream | None = None
+        self._iterator: AsyncIterator[StreamEvent] | None = None
+
+    @property
+    def response(self) -> LLMResponse:
+        return self._response
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        return list(self._attempts)
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        if self._iterator is None:
+            self._iterator = self._run()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        if self._iterator is not None:
+            closer = getattr(self._iterator, "aclose", None)
+            if closer is not None:
+                await closer()
+        if self._inner is not None:
+            await self._inner.aclose()
+
+    def _collect(self, inner: ModelStream) -> None:
+        attempts = inner.attempts
+        self._attempts += attempts
+        self._chain._attempts += attempts
+
+    async def _run(self) -> AsyncIterator[StreamEvent]:
+        chain = self._chain
+        route = chain._route()
+        source = route.current
+        blocked: LLMResponse | None = None
+        prefill: str | None = None
+        hop_req = chain._first_request(self._request, source)
+        while True:
+            inner = route.current.stream(hop_req)
+            self._inner = inner
+            seam: StreamEvent | None = None
+            if blocked is not None:
+                trigger = (
+                    "refusal"
+                    if blocked.finish_reason is FinishReason.REFUSAL
+                    else ("content_filter")
+                )
+                seam = FallbackSeam(Fallback(source.model, route.current.model, trigger))
+            held: list[StreamEvent] = []
+            opened = False
+            withheld: Verdict | None = None
+            async for event in inner:
+                final_verdict = (
+                    isinstance(event, Verdict) and event.finish_reason is not FinishReason.ERROR
+                )
+                if not opened:
+                    if not (final_verdict or shows_output(event)):
+                        held.append(event)
+                        continue
+                    opened = True
+                    if seam is not None:
+                        yield seam
+                    for earlier in held:
+                        yield earlier
+                    held.clear()
+                if (
+                    isinstance(event, Verdict)
+                    and event.finish_reason in _BLOCKED
+                    and route.peek(event.stop_details) is not None
+                ):
+                    withheld = event  # another model will be asked
+                    continue
+                yield event
+            self._collect(inner)
+            result = inner.response
+            if result.finish_reason is FinishReason.ERROR and blocked is not None and not opened:
+                nxt = route.peek(None)
+                if nxt is None:
+                    self._response = _compose(blocked, route.details, None)
+                    yield Verdict(
+                        blocked.finish_reason, blocked.raw_finish_reason, blocked.stop_details
+                    )
+                    return
+                route.advance(*nxt)
+                hop_req, prefill = hop_request(self._request, blocked, source, route.current)
+                continue
+            if blocked is not None:
+                route.details.append(
+                    hop_detail(source.model, route.current.model, blocked, prefill=bool(prefill))
+                )
+            if _is_blocked(result):
+                nxt = route.peek(result.stop_details)
+                if nxt is not None:
+                    blocked, source = result, route.current
+                    route.advance(*nxt)
+                    hop_req, prefill = hop_request(self._request, blocked, source, route.current)
+                    continue
+            for event in held:
+                yield event
+            if withheld is not None:
+                yield withheld
+            self._response = _compose(result, route.details, prefill)
+            chain._settle(route, self._response)
+            return
