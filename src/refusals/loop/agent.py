@@ -1,0 +1,530 @@
+"""The turn loop: one implementation for `refusals exec`, subagents and the chat.
+
+A turn sends the conversation, runs the tools the model calls, and goes on until the
+model answers, the turn is refused or filtered, a limit is reached, or it fails. Each
+step is classified right after its provider call (`step.run_step`), refusal and filter
+first; a refused or filtered turn ends at once with `refusals.notice(response)`,
+unchanged, and is withdrawn from the history so that no later request carries it.
+Gates (auto-continue, recovery) only see steps that were neither.
+
+The loop renders nothing: it emits `events` to a sink, and surfaces draw them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+from refusals.loop.events import (
+    Event,
+    EventSink,
+    IdSource,
+    Item,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    RefusalReported,
+    Scope,
+    ThreadCompleted,
+    ThreadStarted,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    add_usage,
+)
+from refusals.loop.gates import (
+    CONTINUE_PROMPT,
+    EMPTY_RECOVERY_PROMPT,
+    Gates,
+)
+from refusals.loop.history import Transcript, assistant_message
+from refusals.loop.outcome import Outcome
+from refusals.loop.step import Step, StepKind, run_step
+from refusals.loop.subagents import (
+    SPAWN_AGENT,
+    SPAWN_AGENT_DESCRIPTION,
+    SubagentPolicy,
+    SubagentResult,
+    Subagents,
+)
+from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
+from refusals.model import LLMResponse, ToolCall, Usage
+from refusals.request import Message, Request
+from refusals.transport.base import ModelClient
+
+DEFAULT_MAX_TURNS = 20
+CANCELLED_MESSAGE = "The run was cancelled."
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """How one user turn ended."""
+
+    outcome: Outcome
+    text: str = ""
+    """The final answer (empty unless the turn succeeded)."""
+    notice: str | None = None
+    """The refusal or content-filter notice, exactly as `refusals.notice` built it."""
+    error: str | None = None
+    refusal: RefusalReported | None = None
+    response: LLMResponse | None = None
+    """The last provider response of the turn."""
+
+
+def _noop(event: Event) -> None:
+    return None
+
+
+def provider_model(model: str) -> str:
+    """The provider's own model name in a `PROVIDER:MODEL` string."""
+    return model.partition(":")[2] or model
+
+
+@dataclass(slots=True)
+class _Turn:
+    number: int
+    prompt_id: str
+    usage: Usage = field(default_factory=Usage)
+    item_ids: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    steps: int = 0
+
+
+class Agent:
+    """A conversation with one model client, its tools, and the loop that drives it.
+
+    `run(prompt)` runs a whole headless session of one turn (thread events included);
+    `start()`, `run_turn(prompt)` and `finish(outcome)` let a chat run many turns.
+    """
+
+    def __init__(
+        self,
+        client: ModelClient,
+        *,
+        tools: ToolRegistry | None = None,
+        system: str | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        stream: bool = True,
+        max_tokens: int | None = None,
+        server_fallbacks: list[str] | None = None,
+        subagents: SubagentPolicy | Subagents | None = None,
+        emit: EventSink | None = None,
+        ids: IdSource | None = None,
+        scope: Scope = "session",
+        depth: int = 0,
+        thread_id: str | None = None,
+    ) -> None:
+        self.client = client
+        self.system = system
+        self.max_turns = max_turns
+        self.stream = stream
+        self.max_tokens = max_tokens
+        self.server_fallbacks = list(server_fallbacks or ())
+        self.emit: EventSink = emit or _noop
+        self.ids = ids or IdSource()
+        self.scope: Scope = scope
+        self.depth = depth
+        self.thread_id = thread_id or f"thread_{uuid.uuid4().hex[:16]}"
+        self.transcript = Transcript()
+        self.gates = Gates()
+        self.usage = Usage()
+        self.num_turns = 0
+        """Model calls this agent made (its subagents' calls not included)."""
+        self.last_response: LLMResponse | None = None
+        self._turns = 0
+        self._call_ids = 0
+        self._streamed: Item | None = None
+        """The agent_message item the current step streamed, if any."""
+        if isinstance(subagents, SubagentPolicy):
+            subagents = Subagents(subagents)
+        self.subagents = subagents
+        self.tools = ToolRegistry(tools or ())
+        if subagents is not None and depth < subagents.policy.max_depth:
+            self.tools = self.tools.without(SPAWN_AGENT)
+            self.tools.add(Tool(SPAWN_AGENT, _unreachable, SPAWN_AGENT_DESCRIPTION, _SPAWN_SCHEMA))
+
+    # Session events.
+
+    def start(self) -> None:
+        self.emit(ThreadStarted(self.thread_id, self.client.model))
+
+    def finish(self, outcome: Outcome) -> ThreadCompleted:
+        last = self.last_response
+        event = ThreadCompleted(
+            outcome,
+            last.finish_reason.value if last is not None else None,
+            self.usage,
+            self.num_turns,
+            len(self.client.attempts),
+        )
+        self.emit(event)
+        return event
+
+    async def run(self, prompt: str) -> TurnResult:
+        """One headless session: thread started, one turn, thread completed.
+
+        A cancellation (Ctrl-C) ends it as `cancelled`, with its events, and is not
+        raised further.
+        """
+        self.start()
+        try:
+            result = await self.run_turn(prompt)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            result = TurnResult(Outcome.CANCELLED, error=CANCELLED_MESSAGE)
+        self.finish(result.outcome)
+        return result
+
+    # The turn loop.
+
+    async def run_turn(self, prompt: str, *, prompt_item_id: str | None = None) -> TurnResult:
+        """Run one user turn to its end; a refusal ends it with its notice, never raised."""
+        self._turns += 1
+        turn = _Turn(self._turns, prompt_item_id or self.ids())
+        if self.depth == 0:
+            self.client.begin_turn()
+        self.gates.begin_turn()
+        self.transcript.add(Message("user", prompt), turn=turn.number, item_id=turn.prompt_id)
+        self.emit(TurnStarted(f"turn_{turn.number}", turn.prompt_id))
+        try:
+            result = await self._loop(turn)
+        except asyncio.CancelledError:
+            self.transcript.withdraw_turn(turn.number)
+            self.emit(TurnFailed(CANCELLED_MESSAGE, Outcome.CANCELLED))
+            raise
+        except Exception as exc:  # a failure of our own or a user's code ends the turn
+            result = self._fail(turn, Outcome.ERROR, f"{type(exc).__name__}: {exc}")
+        return result
+
+    async def _loop(self, turn: _Turn) -> TurnResult:
+        while True:
+            if turn.steps >= self.max_turns:
+                return self._fail(
+                    turn,
+                    Outcome.TURN_LIMIT,
+                    f"the task used all {self.max_turns} model calls --max-turns allows",
+                )
+            turn.steps += 1
+            self.num_turns += 1
+            step = await self._call(turn)
+            self.last_response = step.response
+            add_usage(turn.usage, step.response.usage)
+            add_usage(self.usage, step.response.usage)
+            # Detect once, first: a refused or filtered step ends the turn here.
+            if step.kind.is_terminal:
+                return self._refused(turn, step)
+            if step.kind is StepKind.FAILED:
+                error = step.response.error
+                message = (error.message if error is not None else None) or (
+                    "the provider call failed"
+                )
+                return self._fail(turn, Outcome.ERROR, message)
+            result = await self._advance(turn, step)
+            if result is not None:
+                return result
+
+    async def _call(self, turn: _Turn) -> Step:
+        request = Request(
+            model=provider_model(self.client.model),
+            messages=self.transcript.messages(),
+            system=self.system,
+            tools=self.tools.specs(),
+            max_tokens=self.max_tokens,
+            stream=self.stream,
+            fallbacks=list(self.server_fallbacks),
+        )
+        streamed: list[Item] = []
+
+        def on_text(text: str) -> None:
+            if not streamed:
+                streamed.append(self._item(turn, "agent_message", {"text": ""}))
+                self.emit(ItemStarted(streamed[0]))
+            item = streamed[0]
+            item.data["text"] += text
+            self.emit(ItemUpdated(Item(item.id, item.type, dict(item.data))))
+
+        step = await run_step(self.client, request, stream=self.stream, on_text=on_text)
+        self._streamed = streamed[0] if streamed else None
+        return step
+
+    def _item(self, turn: _Turn, kind: str, data: dict[str, object]) -> Item:
+        item = Item(self.ids(), kind, data)  # type: ignore[arg-type]
+        turn.item_ids.append(item.id)
+        return item
+
+    def _show_text(self, turn: _Turn, response: LLMResponse, **flags: object) -> str | None:
+        """Complete the step's agent_message item (streamed or not); its id."""
+        item = self._streamed
+        text = response.content or ""
+        if item is None:
+            if not text:
+                return None
+            item = self._item(turn, "agent_message", {"text": text})
+        item.data["text"] = item.data.get("text") or text
+        item.data.update(flags)
+        self.emit(ItemCompleted(item))
+        return item.id
+
+    def _show_reasoning(self, turn: _Turn, response: LLMResponse) -> None:
+        if response.reasoning:
+            self.emit(ItemCompleted(self._item(turn, "reasoning", {"text": response.reasoning})))
+
+    async def _advance(self, turn: _Turn, step: Step) -> TurnResult | None:
+        """Act on a step that was neither refused, filtered nor failed; None to go on."""
+        response = step.response
+        kind = step.kind
+        self._show_reasoning(turn, response)
+        if kind is StepKind.TEXT:
+            item_id = self._show_text(turn, response)
+            self.transcript.add(
+                assistant_message(response, server_fallback=self._sf),
+                turn=turn.number,
+                item_id=item_id,
+            )
+            self.emit(TurnCompleted(turn.usage))
+            text = "".join([*turn.answer, response.content or ""])
+            return TurnResult(Outcome.SUCCESS, text=text, response=response)
+        if kind in (StepKind.TRUNCATED, StepKind.PAUSED):
+            item_id = self._show_text(turn, response)
+            if self.gates.decide(step, turn=turn.number) is None:
+                what = "cut off at the output limit" if kind is StepKind.TRUNCATED else "paused"
+                return self._fail(
+                    turn, Outcome.ERROR, f"the answer was {what} too many times in a row"
+                )
+            if response.tool_calls:
+                # A call cut off mid-arguments cannot be answered; only the text goes back.
+                response.tool_calls = []
+            if response.content or kind is StepKind.PAUSED:
+                self.transcript.add(
+                    assistant_message(response, server_fallback=self._sf),
+                    turn=turn.number,
+                    item_id=item_id,
+                )
+                turn.answer.append(response.content or "")
+            if kind is StepKind.TRUNCATED:
+                self.transcript.add(Message("user", CONTINUE_PROMPT), turn=turn.number)
+            return None
+        if kind is StepKind.EMPTY:
+            if self.gates.decide(step, turn=turn.number) is None:
+                return self._fail(turn, Outcome.ERROR, "the model returned an empty answer")
+            self.transcript.add(Message("user", EMPTY_RECOVERY_PROMPT), turn=turn.number)
+            return None
+        # Tool calls.
+        item_id = self._show_text(turn, response)
+        self._name_calls(response.tool_calls)
+        malformed = any(self.tools.check(call) is not None for call in response.tool_calls)
+        if (
+            malformed
+            and self.gates.decide(step, turn=turn.number, malformed_tool_call=True) is None
+        ):
+            return self._fail(turn, Outcome.ERROR, "the model kept making malformed tool calls")
+        turn.answer.clear()
+        self.transcript.add(
+            assistant_message(response, server_fallback=self._sf), turn=turn.number, item_id=item_id
+        )
+        results = await self._run_tools(turn, response.tool_calls)
+        for call, result in zip(response.tool_calls, results, strict=True):
+            self.transcript.add(
+                Message(
+                    "tool",
+                    result.output,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=result.is_error,
+                ),
+                turn=turn.number,
+            )
+        return None
+
+    @property
+    def _sf(self) -> bool:
+        return bool(self.server_fallbacks)
+
+    def _name_calls(self, calls: list[ToolCall]) -> None:
+        # Some providers (Gemini) give calls no id; results must still pair with calls.
+        for call in calls:
+            if not call.id:
+                self._call_ids += 1
+                call.id = f"call_{self._call_ids}"
+
+    async def _run_tools(self, turn: _Turn, calls: list[ToolCall]) -> list[ToolResult]:
+        """Run a step's calls: subagents concurrently, other tools one after another."""
+        results: list[ToolResult | None] = [None] * len(calls)
+        children: list[tuple[int, asyncio.Task[ToolResult]]] = []
+        for index, call in enumerate(calls):
+            if (
+                call.name == SPAWN_AGENT
+                and self.subagents is not None
+                and SPAWN_AGENT in self.tools
+            ):
+                children.append((index, asyncio.ensure_future(self._spawn(turn, call))))
+                continue
+            self.emit(
+                ItemCompleted(
+                    self._item(
+                        turn,
+                        "tool_call",
+                        {"call_id": call.id, "name": call.name, "arguments": call.arguments},
+                    )
+                )
+            )
+            result = await self.tools.call(call)
+            results[index] = result
+            self.emit(
+                ItemCompleted(
+                    self._item(
+                        turn,
+                        "tool_output",
+                        {
+                            "call_id": call.id,
+                            "name": call.name,
+                            "output": result.output,
+                            "is_error": result.is_error,
+                        },
+                    )
+                )
+            )
+        try:
+            for index, child in children:
+                results[index] = await child
+        finally:
+            for _, child in children:
+                child.cancel()
+        return [
+            r if r is not None else ToolResult("error: no result", is_error=True) for r in results
+        ]
+
+    async def _spawn(self, turn: _Turn, call: ToolCall) -> ToolResult:
+        assert self.subagents is not None
+        problem = self.tools.check(call)
+        arguments = parse_arguments(call)
+        if problem is not None or isinstance(arguments, str):
+            return ToolResult(f"error: {problem or arguments}", is_error=True)
+        task = str(arguments["task"])
+        names = arguments.get("tools")
+        tools = [str(n) for n in names] if isinstance(names, list) else None
+        item = self._item(turn, "subagent", {"call_id": call.id, "task": task, "tools": tools})
+        item.data["status"] = "running"
+        self.emit(ItemStarted(Item(item.id, item.type, dict(item.data))))
+        result = await self.subagents.run(task, tools, item.id, self._run_child)
+        item.data.update(result.to_json())
+        self.emit(ItemCompleted(item))
+        return ToolResult(
+            result.for_model(), is_error=result.status != "completed", data=result.to_json()
+        )
+
+    async def _run_child(self, task: str, tools: list[str] | None, item_id: str) -> SubagentResult:
+        assert self.subagents is not None
+        offered = self.tools.without(SPAWN_AGENT)
+        if tools is not None:
+            offered = offered.subset(tools)
+        child = Agent(
+            self.client,
+            tools=offered,
+            system=SUBAGENT_SYSTEM,
+            max_turns=self.subagents.policy.max_turns,
+            stream=self.stream,
+            max_tokens=self.max_tokens,
+            subagents=self.subagents,
+            emit=self._child_sink,
+            ids=self.ids,
+            scope="subagent",
+            depth=self.depth + 1,
+            thread_id=self.thread_id,
+        )
+        result = await child.run_turn(task, prompt_item_id=item_id)
+        add_usage(self.usage, child.usage)
+        category = result.refusal.category if result.refusal is not None else None
+        return SubagentResult.from_outcome(
+            result.outcome,
+            task,
+            text=result.text,
+            notice=result.notice,
+            category=category,
+            error=result.error,
+        )
+
+    def _child_sink(self, event: Event) -> None:
+        # A child's own turn and item events stay inside it (parsers would take its
+        # answer for the session's); its refusal is reported, scoped to the subagent.
+        if isinstance(event, RefusalReported):
+            self.emit(event)
+
+    # Endings.
+
+    def _refused(self, turn: _Turn, step: Step) -> TurnResult:
+        response = step.response
+        assert step.notice is not None
+        refused = step.kind is StepKind.REFUSED
+        # Partial output the user saw (or that came with the response) stays as a
+        # marked, cut-off fragment; the refusal text of a refusal is not output.
+        fragment_id: str | None = None
+        # Streamed, only what was shown counts (the stream was read on a little after
+        # the verdict, for details).
+        shown = self._streamed is not None
+        if shown or (not self.stream and response.cut_off and response.content):
+            fragment_id = self._show_text(turn, response, cut_off=True, retracted=True)
+        self.transcript.withdraw_turn(turn.number)
+        if fragment_id is not None:
+            text = self._streamed.data["text"] if self._streamed is not None else response.content
+            self.transcript.add_fragment(str(text or ""), turn=turn.number, item_id=fragment_id)
+        stop = response.stop_details
+        categories = list(stop.categories) if stop is not None else []
+        category = stop.category if stop is not None else None
+        if category is None and categories:
+            category = ", ".join(categories)
+        declined = response.declined_models
+        event = RefusalReported(
+            kind="refusal" if refused else "content_filter",
+            provider=response.provider,
+            original_model=declined[0] if declined else (response.model or self.client.model),
+            fallback_model=response.fallback_model,
+            request_id=response.request_id,
+            raw_stop_reason=response.raw_finish_reason,
+            category=category,
+            explanation=stop.explanation if stop is not None else None,
+            recommended_model=stop.recommended_model if stop is not None else None,
+            served_by_fallback=response.served_by_fallback,
+            scope=self.scope,
+            refused_item_id=turn.prompt_id,
+            retracted_item_ids=list(turn.item_ids),
+            notice=step.notice,
+            categories=categories,
+        )
+        self.emit(event)
+        outcome = Outcome.REFUSED if refused else Outcome.CONTENT_FILTERED
+        self.emit(TurnFailed(step.notice, outcome))
+        return TurnResult(outcome, notice=step.notice, refusal=event, response=response)
+
+    def _fail(self, turn: _Turn, outcome: Outcome, message: str) -> TurnResult:
+        # An unfinished turn may end mid tool call; sent again it would be malformed.
+        self.transcript.withdraw_turn(turn.number)
+        self.emit(TurnFailed(message, outcome))
+        return TurnResult(outcome, error=message, response=self.last_response)
+
+
+SUBAGENT_SYSTEM = (
+    "You are a subagent. Carry out the task you are given with the tools offered, then "
+    "reply with a short report of what you found or did; that reply is your result."
+)
+
+_SPAWN_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "task": {"type": "string", "description": "what the subagent must do, self-contained"},
+        "tools": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "names of the tools it may use (default: all but spawn_agent)",
+        },
+    },
+    "required": ["task"],
+}
+
+
+def _unreachable(**_: object) -> str:
+    # spawn_agent calls are run by the loop itself, which owns the child's context.
+    raise RuntimeError("spawn_agent is run by the agent loop")

@@ -1,0 +1,239 @@
+"""What the loop reports as it runs: typed events that every surface renders.
+
+The loop emits these and renders nothing: `refusals exec --json` writes each one's
+`to_json()` as a JSONL line (the envelope Codex and vtcode parsers read:
+`thread.started`, `turn.started`, `item.*`, `turn.completed`, `turn.failed`,
+`thread.completed`, plus one typed `refusal` event), and an interactive surface draws
+them. `docs/exec-events.md` documents every field; its JSON Schema is
+`docs/exec-events.schema.json`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from refusals.loop.outcome import Outcome
+from refusals.model import Usage
+
+JsonObject = dict[str, Any]
+
+ItemType = Literal["agent_message", "reasoning", "tool_call", "tool_output", "subagent"]
+Scope = Literal["session", "subagent"]
+
+
+def usage_json(usage: Usage) -> JsonObject:
+    """Token counts under Codex's names, plus the cache writes Anthropic reports."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "cached_input_tokens": usage.cache_read_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_tokens,
+    }
+
+
+def add_usage(total: Usage, more: Usage | None) -> None:
+    """Add `more`'s token counts into `total`."""
+    if more is None:
+        return
+    total.input_tokens += more.input_tokens
+    total.output_tokens += more.output_tokens
+    total.cache_read_tokens += more.cache_read_tokens
+    total.cache_creation_tokens += more.cache_creation_tokens
+
+
+@dataclass(slots=True)
+class Item:
+    """One thing a turn produced: `id` is unique in the thread, `data` its typed fields.
+
+    - `agent_message`: `text`; a fragment a refusal or filter cut off also has
+      `cut_off: true` and `retracted: true` (it is not an answer and is never resent).
+    - `reasoning`: `text`.
+    - `tool_call`: `call_id`, `name`, `arguments` (the JSON text the model wrote).
+    - `tool_output`: `call_id`, `name`, `output`, `is_error`.
+    - `subagent`: `call_id`, `task`, `tools`, then `status`, `text`, and on a refusal
+      or filter `kind`, `category`, `notice`.
+    """
+
+    id: str
+    type: ItemType
+    data: JsonObject = field(default_factory=dict)
+
+    def to_json(self) -> JsonObject:
+        return {"id": self.id, "type": self.type, **self.data}
+
+
+class Event:
+    """Base of every loop event; `type` is its JSONL `type`."""
+
+    type: ClassVar[str]
+
+    def to_json(self) -> JsonObject:
+        raise NotImplementedError
+
+
+EventSink = Callable[[Event], None]
+"""Where a loop sends its events (a surface's renderer; the JSONL writer in `exec`)."""
+
+
+@dataclass(slots=True)
+class ThreadStarted(Event):
+    type: ClassVar[str] = "thread.started"
+    thread_id: str
+    model: str
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "thread_id": self.thread_id, "model": self.model}
+
+
+@dataclass(slots=True)
+class TurnStarted(Event):
+    """A user turn begins; `prompt_item_id` names its prompt (what a refusal points at)."""
+
+    type: ClassVar[str] = "turn.started"
+    turn_id: str
+    prompt_item_id: str
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "turn_id": self.turn_id, "prompt_item_id": self.prompt_item_id}
+
+
+@dataclass(slots=True)
+class ItemStarted(Event):
+    type: ClassVar[str] = "item.started"
+    item: Item
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "item": self.item.to_json()}
+
+
+@dataclass(slots=True)
+class ItemUpdated(Event):
+    """The item so far (whole, not a delta), as streamed text arrives."""
+
+    type: ClassVar[str] = "item.updated"
+    item: Item
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "item": self.item.to_json()}
+
+
+@dataclass(slots=True)
+class ItemCompleted(Event):
+    type: ClassVar[str] = "item.completed"
+    item: Item
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "item": self.item.to_json()}
+
+
+@dataclass(slots=True)
+class TurnCompleted(Event):
+    type: ClassVar[str] = "turn.completed"
+    usage: Usage
+
+    def to_json(self) -> JsonObject:
+        return {"type": self.type, "usage": usage_json(self.usage)}
+
+
+@dataclass(slots=True)
+class RefusalReported(Event):
+    """A refusal or content-filter stop, with every fact the response gave.
+
+    It comes before the `turn.failed` of its turn (scope `session`), or, for a refused
+    subagent, before the parent's `subagent` item completes (scope `subagent`); its
+    `notice` is the string `refusals.notice` built, unchanged.
+    """
+
+    type: ClassVar[str] = "refusal"
+    kind: Literal["refusal", "content_filter"]
+    provider: str | None
+    original_model: str | None
+    fallback_model: str | None
+    request_id: str | None
+    raw_stop_reason: str | None
+    category: str | None
+    explanation: str | None
+    recommended_model: str | None
+    served_by_fallback: bool
+    scope: Scope
+    refused_item_id: str
+    retracted_item_ids: list[str]
+    notice: str
+    categories: list[str] = field(default_factory=list)
+
+    def to_json(self) -> JsonObject:
+        return {
+            "type": self.type,
+            "kind": self.kind,
+            "provider": self.provider,
+            "original_model": self.original_model,
+            "fallback_model": self.fallback_model,
+            "request_id": self.request_id,
+            "raw_stop_reason": self.raw_stop_reason,
+            "category": self.category,
+            "categories": list(self.categories),
+            "explanation": self.explanation,
+            "recommended_model": self.recommended_model,
+            "served_by_fallback": self.served_by_fallback,
+            "scope": self.scope,
+            "refused_item_id": self.refused_item_id,
+            "retracted_item_ids": list(self.retracted_item_ids),
+            "notice": self.notice,
+        }
+
+
+@dataclass(slots=True)
+class TurnFailed(Event):
+    """The turn ended without an answer; on a refusal or filter `message` is the notice."""
+
+    type: ClassVar[str] = "turn.failed"
+    message: str
+    outcome: Outcome
+
+    def to_json(self) -> JsonObject:
+        return {
+            "type": self.type,
+            "error": {"message": self.message},
+            "outcome_code": self.outcome.code,
+        }
+
+
+@dataclass(slots=True)
+class ThreadCompleted(Event):
+    """The run ended; the last event of every run, cancelled runs included."""
+
+    type: ClassVar[str] = "thread.completed"
+    outcome: Outcome
+    stop_reason: str | None
+    usage: Usage
+    num_turns: int
+    requests: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "type": self.type,
+            "subtype": self.outcome.subtype,
+            "is_error": self.outcome.is_error,
+            "outcome_code": self.outcome.code,
+            "exit_code": self.outcome.exit_code,
+            "description": self.outcome.description,
+            "stop_reason": self.stop_reason,
+            "usage": usage_json(self.usage),
+            "num_turns": self.num_turns,
+            "requests": self.requests,
+        }
+
+
+class IdSource:
+    """Item ids unique in one thread (`item_0`, `item_1`, …), shared with its subagents."""
+
+    def __init__(self, prefix: str = "item") -> None:
+        self._prefix = prefix
+        self._next = 0
+
+    def __call__(self) -> str:
+        value = f"{self._prefix}_{self._next}"
+        self._next += 1
+        return value
