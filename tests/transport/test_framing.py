@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import struct
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -12,9 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from refusals.transport.framing import (
+    EventStreamMessage,
     EventStreamParser,
     FramingError,
     JSONArrayParser,
+    JSONLinesParser,
     SSEEvent,
     SSEParser,
     encode_event_stream,
@@ -274,3 +279,146 @@ def test_a_json_array_stream_cut_before_its_bracket_is_a_framing_error() -> None
 def test_fuzzed_json_arrays_round_trip(items: list[dict[str, str]], sizes: list[int]) -> None:
     raw = orjson.dumps(items, option=orjson.OPT_INDENT_2)
     assert [orjson.loads(e) for e in array_elements(raw, sizes)] == items
+
+
+def feed_seconds(make: Callable[[], Any], raw: bytes, chunk: int = 64 * 1024) -> float:
+    """The best of three timings of feeding `raw` in `chunk`-byte pieces, then closing."""
+    best = float("inf")
+    for _ in range(3):
+        parser = make()
+        start = time.perf_counter()
+        for pos in range(0, len(raw), chunk):
+            parser.feed(raw[pos : pos + chunk])
+        parser.close()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize(
+    ("make", "line"),
+    [
+        (SSEParser, lambda size: b"data: " + b"x" * size + b"\n\n"),
+        (JSONLinesParser, lambda size: b'{"x": "' + b"x" * size + b'"}\n'),
+    ],
+    ids=["sse", "json-lines"],
+)
+def test_framing_one_long_line_fed_in_small_chunks_takes_time_linear_in_its_length(
+    make: Callable[[], Any], line: Callable[[int], bytes]
+) -> None:
+    # Quadratic framing (the held part of the line copied again with every chunk) makes
+    # eight times the bytes cost up to sixty-four times the time (34x measured before the
+    # fix); linear framing about eight (8.3x), with room left for a loaded machine.
+    small = feed_seconds(make, line(2 * 1024 * 1024))
+    large = feed_seconds(make, line(16 * 1024 * 1024))
+    assert large / max(small, 1e-4) < 20, (small, large)
+
+
+def test_a_long_line_split_over_many_chunks_arrives_whole() -> None:
+    raw = b"data: " + bytes(range(32, 127)) * 1000 + b"\n\n"
+    assert parse(raw, [7] * (len(raw) // 7)) == [SSEEvent(data=raw[6:-2])]
+    lines = JSONLinesParser()
+    got = [line for pos in range(0, len(raw), 5) for line in lines.feed(raw[pos : pos + 5])]
+    assert got + lines.close() == [raw.rstrip(b"\n")]
+
+
+def json_lines(raw: bytes, sizes: list[int] | None = None) -> list[bytes]:
+    parser = JSONLinesParser()
+    lines: list[bytes] = []
+    pos = 0
+    for size in sizes or []:
+        lines += parser.feed(raw[pos : pos + size])
+        pos += size
+    lines += parser.feed(raw[pos:])
+    return lines + parser.close()
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"])
+def test_json_lines_end_with_lf_crlf_or_a_lone_cr(newline: bytes) -> None:
+    raw = newline.join([b'{"a": 1}', b"", b'{"b": 2}', b"  ", b'{"c": 3}'])
+    assert json_lines(raw) == [b'{"a": 1}', b'{"b": 2}', b'{"c": 3}']
+
+
+def test_json_lines_after_a_byte_order_mark_split_anywhere_are_read() -> None:
+    raw = b'\xef\xbb\xbf{"a": 1}\r\n{"b": 2}\r'
+    for cut in range(len(raw) + 1):
+        assert json_lines(raw, [cut]) == [b'{"a": 1}', b'{"b": 2}'], cut
+    assert json_lines(b"\xef\xbb") == []
+
+
+@given(
+    st.lists(st.dictionaries(st.text(max_size=4), st.integers(-9, 9), max_size=2), max_size=6),
+    st.sampled_from([b"\n", b"\r", b"\r\n"]),
+    st.lists(st.integers(0, 20), max_size=8),
+)
+def test_fuzzed_json_lines_are_independent_of_chunking_and_line_ends(
+    items: list[dict[str, int]], newline: bytes, sizes: list[int]
+) -> None:
+    raw = newline.join(orjson.dumps(item) for item in items)
+    assert [orjson.loads(line) for line in json_lines(raw, sizes)] == items
+
+
+BEDROCK_STREAM = [
+    ("messageStart", b'{"role":"assistant"}'),
+    ("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"Hello"}}'),
+    ("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":" there"}}'),
+    ("contentBlockStop", b'{"contentBlockIndex":0}'),
+    ("messageStop", b'{"stopReason":"end_turn"}'),
+    ("metadata", b'{"usage":{"inputTokens":3,"outputTokens":2,"totalTokens":5}}'),
+]
+
+
+def event_stream(events: list[tuple[str, bytes]]) -> list[bytes]:
+    return [
+        encode_event_stream({":event-type": name, ":message-type": "event"}, payload)
+        for name, payload in events
+    ]
+
+
+def messages_and_error(raw: bytes, sizes: list[int]) -> tuple[list[tuple[str | None, bytes]], str]:
+    """What an event-stream parser makes of `raw` chunked by `sizes`: messages, error."""
+    parser = EventStreamParser()
+    got: list[EventStreamMessage] = []
+    pos = 0
+    try:
+        for size in [*sizes, len(raw)]:
+            got += parser.feed(raw[pos : pos + size])
+            pos += size
+        got += parser.close()
+    except FramingError as exc:
+        got += exc.messages
+        return [(m.event_type, m.payload) for m in got], str(exc)
+    return [(m.event_type, m.payload) for m in got], ""
+
+
+def test_a_crc_failure_keeps_the_messages_before_the_bad_one() -> None:
+    messages = event_stream(BEDROCK_STREAM)
+    bad = bytearray(messages[2])
+    bad[-6] ^= 0x01  # a payload byte: the message CRC no longer matches
+    raw = b"".join([*messages[:2], bytes(bad), *messages[3:]])
+    parser = EventStreamParser()
+    with pytest.raises(FramingError, match="message CRC mismatch at byte") as caught:
+        parser.feed(raw)
+    assert [m.event_type for m in caught.value.messages] == ["messageStart", "contentBlockDelta"]
+    assert str(caught.value).endswith(f"at byte {len(messages[0]) + len(messages[1])}")
+    # The stream is over: what follows the bad message is never read as messages.
+    with pytest.raises(FramingError, match="message CRC mismatch"):
+        parser.feed(messages[3])
+    with pytest.raises(FramingError, match="message CRC mismatch"):
+        parser.close()
+
+
+@given(
+    st.integers(0, len(b"".join(event_stream(BEDROCK_STREAM))) - 1),
+    st.integers(1, 255),
+    st.lists(st.integers(0, 120), max_size=10),
+)
+def test_a_corrupt_event_stream_is_classified_the_same_however_it_is_chunked(
+    position: int, flip: int, sizes: list[int]
+) -> None:
+    raw = bytearray(b"".join(event_stream(BEDROCK_STREAM)))
+    raw[position] ^= flip
+    whole = messages_and_error(bytes(raw), [])
+    assert whole[1], "a flipped byte is always caught by a CRC or a length check"
+    assert messages_and_error(bytes(raw), sizes) == whole
+    one_by_one = messages_and_error(bytes(raw), [1] * len(raw))
+    assert one_by_one == whole

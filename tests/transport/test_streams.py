@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from refusals import FinishReason, NormalizeError, StreamDecoder, StreamError, decode_stream
+from refusals import (
+    FinishReason,
+    NormalizeError,
+    StreamDecoder,
+    StreamError,
+    TextDelta,
+    decode_stream,
+)
 from refusals.transport.framing import encode_event_stream
 from refusals.transport.streams import sniff_framing
 
@@ -107,3 +118,148 @@ def test_a_gemini_json_array_stream_cut_short_is_an_error() -> None:
     response, _ = decode_stream(gemini_array_stream()[:-40])
     assert response.finish_reason is FinishReason.ERROR
     assert response.error is not None
+
+
+def decode_seconds(raw: bytes, chunk: int = 64 * 1024) -> float:
+    best = float("inf")
+    for _ in range(3):
+        decoder = StreamDecoder()
+        start = time.perf_counter()
+        for pos in range(0, len(raw), chunk):
+            decoder.feed(raw[pos : pos + chunk])
+        decoder.close()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        lambda size: b'data: {"type": "ping", "pad": "' + b"x" * size + b'"}\n\n',
+        lambda size: b'{"pad": "' + b"x" * size + b'"}\n',
+    ],
+    ids=["sse", "json-lines"],
+)
+def test_decoding_one_long_line_in_small_chunks_takes_time_linear_in_its_length(
+    line: Callable[[int], bytes],
+) -> None:
+    # Eight times the bytes: about eight times the time when linear, up to sixty-four
+    # when each chunk copies the held part of the line again.
+    small = decode_seconds(line(2 * 1024 * 1024))
+    large = decode_seconds(line(16 * 1024 * 1024))
+    assert large / max(small, 1e-4) < 20, (small, large)
+
+
+GEMINI_LINES = (FIXTURES / "gemini" / "stream-stop.chunks.txt").read_bytes()
+
+
+def decode_chunked(raw: bytes, sizes: list[int]) -> StreamDecoder:
+    decoder = StreamDecoder()
+    pos = 0
+    for size in [*sizes, len(raw)]:
+        decoder.feed(raw[pos : pos + size])
+        pos += size
+    decoder.close()
+    return decoder
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\xef\xbb\xbf" + GEMINI_LINES,
+        GEMINI_LINES.replace(b"\n", b"\r"),
+        GEMINI_LINES.replace(b"\n", b"\r\n"),
+        b"\xef\xbb\xbf\r\n\r\n" + GEMINI_LINES.replace(b"\n", b"\r"),
+    ],
+    ids=["bom", "cr", "crlf", "bom-blank-lines-cr"],
+)
+def test_json_lines_with_a_bom_or_cr_line_ends_decode_like_plain_ones(raw: bytes) -> None:
+    plain, _ = decode_stream(GEMINI_LINES)
+    assert plain.finish_reason is FinishReason.STOP and plain.content
+    for cut in range(0, len(raw) + 1, 97):
+        decoder = decode_chunked(raw, [cut])
+        assert decoder.framing == "json-lines"
+        assert decoder.response == plain, cut
+
+
+def test_an_unrecognised_first_json_line_is_an_error_not_dropped() -> None:
+    response, _ = decode_stream(b'{"hello": 1}\n' + GEMINI_LINES)
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None
+    assert "no known provider format" in (response.error.message or "")
+    assert response.content  # what followed is still decoded
+
+
+@pytest.mark.parametrize(
+    "first", [b"HTTP/1.1 200 OK\r\n", b"hello world\n", b"x" * 40, b"identity: me\n"]
+)
+def test_an_sse_stream_whose_first_line_is_no_sse_field_is_an_error(first: bytes) -> None:
+    raw = (FIXTURES / "anthropic" / "stream-end-turn-basic.sse").read_bytes()
+    plain, _ = decode_stream(raw)
+    assert plain.finish_reason is FinishReason.STOP
+    for sizes in ([], [1] * 50):
+        decoder = decode_chunked(first + b"\n" + raw, sizes)
+        response = decoder.response
+        assert response.finish_reason is FinishReason.ERROR, sizes
+        assert response.error is not None
+        assert (response.error.message or "").startswith(
+            "the stream's first line is neither an SSE field"
+        )
+
+
+def test_blank_lines_and_comments_may_open_an_sse_stream() -> None:
+    raw = (FIXTURES / "anthropic" / "stream-end-turn-basic.sse").read_bytes()
+    for prefix in (b"\xef\xbb\xbf", b"\n\n", b": keep-alive\n\n", b"\r\n" * 5000):
+        response, _ = decode_stream(prefix + raw)
+        assert response.finish_reason is FinishReason.STOP, prefix[:8]
+        assert response.error is None
+
+
+BEDROCK_LINES = (FIXTURES / "bedrock" / "converse-stream-end-turn.chunks.txt").read_bytes()
+
+
+def bedrock_event_stream(corrupt_at: int | None = None) -> tuple[bytes, int]:
+    """The recorded ConverseStream as AWS event-stream bytes; with `corrupt_at`, the
+    message of that index has one payload byte flipped. Returns the bytes and the number
+    of text deltas before the corrupt message."""
+    raw = b""
+    deltas = 0
+    for index, line in enumerate(BEDROCK_LINES.splitlines()):
+        ((name, payload),) = orjson.loads(line).items()
+        message = bytearray(
+            encode_event_stream(
+                {":event-type": name, ":message-type": "event"}, orjson.dumps(payload)
+            )
+        )
+        if index == corrupt_at:
+            message[-6] ^= 0x20
+        elif corrupt_at is None or index < corrupt_at:
+            deltas += name == "contentBlockDelta"
+        raw += bytes(message)
+    return raw, deltas
+
+
+def test_an_event_stream_that_fails_a_crc_keeps_the_text_before_the_bad_message() -> None:
+    whole, _ = decode_stream(bedrock_event_stream()[0])
+    assert whole.finish_reason is FinishReason.STOP
+    raw, deltas = bedrock_event_stream(corrupt_at=5)
+    assert deltas == 4
+    events = StreamDecoder().feed(raw)  # one chunk: the bad message is in the middle
+    texts = [event.text for event in events if isinstance(event, TextDelta)]
+    assert len(texts) == 4
+    response, _ = decode_stream(raw)
+    assert response.content == "".join(texts)
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.cut_off
+    assert response.error is not None
+    assert "message CRC mismatch at byte" in (response.error.message or "")
+
+
+@given(st.integers(0, 14), st.lists(st.integers(0, 400), max_size=12))
+def test_a_corrupt_event_stream_decodes_the_same_however_it_is_chunked(
+    corrupt_at: int, sizes: list[int]
+) -> None:
+    raw, _ = bedrock_event_stream(corrupt_at)
+    whole, _ = decode_stream(raw)
+    chunked = decode_chunked(raw, sizes).response
+    assert chunked == whole

@@ -13,7 +13,15 @@ some providers and recordings end that way, and dropping a final `message_stop` 
 
 AWS event-stream (https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream):
 a 12-byte prelude (total length, headers length, prelude CRC32), headers, payload and a
-message CRC32; both CRCs are checked.
+message CRC32; both CRCs are checked. A message that fails a check ends the stream, but the
+messages before it are kept (`FramingError.messages`), and the error names the same byte
+offset however the stream was chunked.
+
+JSON lines: one JSON value per line, LF, CRLF or CR line ends, a leading byte-order mark
+ignored, blank lines skipped.
+
+Every parser holds a line (or message) that is still arriving as a list of pieces joined
+once it completes, so the cost is linear in the input however it is chunked.
 """
 
 from __future__ import annotations
@@ -25,7 +33,15 @@ from typing import NamedTuple
 
 
 class FramingError(ValueError):
-    """The bytes are not valid framing (a bad CRC, a truncated message, invalid UTF-8)."""
+    """The bytes are not valid framing (a bad CRC, a truncated message, invalid UTF-8).
+
+    `messages` holds what the failing call completed before the bad bytes: a stream that
+    breaks keeps the events it delivered whole.
+    """
+
+    def __init__(self, message: str, messages: list[EventStreamMessage] | None = None) -> None:
+        super().__init__(message)
+        self.messages: list[EventStreamMessage] = messages or []
 
 
 class SSEEvent(NamedTuple):
@@ -49,6 +65,41 @@ class SSEEvent(NamedTuple):
 
 RawSSE = tuple[bytes, str | None, str | None, int | None]
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _skip_bom(held: list[bytes], chunk: bytes) -> bytes:
+    """The start of a stream without its byte-order mark, which may arrive split over the
+    first chunks: b"" while the bytes so far (kept in `held`) could still be one."""
+    head = b"".join(held) + chunk
+    held.clear()
+    if len(head) < 3 and _BOM.startswith(head):
+        held.append(head)
+        return b""
+    return head[3:] if head.startswith(_BOM) else head
+
+
+def _split_lines(partial: list[bytes], chunk: bytes) -> list[bytes]:
+    """The lines `chunk` completes (LF-separated), the first one joined to the pieces held
+    in `partial`; the unfinished rest of `chunk` is appended to `partial`.
+
+    A chunk without a line end is only kept, never copied: joining the pieces of a long
+    line once, when it completes, keeps framing linear in the line's length.
+    """
+    lines = chunk.split(b"\n")
+    if len(lines) == 1:
+        if chunk:
+            partial.append(chunk)
+        return []
+    if partial:
+        partial.append(lines[0])
+        lines[0] = b"".join(partial)
+        partial.clear()
+    rest = lines.pop()
+    if rest:
+        partial.append(rest)
+    return lines
+
 
 class SSEParser:
     """Incremental Server-Sent Events parser, on bytes."""
@@ -65,7 +116,8 @@ class SSEParser:
     )
 
     def __init__(self) -> None:
-        self._partial = b""
+        # The line still arriving, in pieces: joined once, when its line end comes.
+        self._partial: list[bytes] = []
         self._pending_cr = False
         self._data: list[bytes] = []
         self._event: str | None = None
@@ -89,14 +141,10 @@ class SSEParser:
         if not chunk:
             return events
         if not self._started:
-            # The byte-order mark may arrive split over the first chunks.
-            head = self._partial + chunk
-            if len(head) < 3 and b"\xef\xbb\xbf".startswith(head):
-                self._partial = head
+            chunk = _skip_bom(self._partial, chunk)
+            if not chunk:
                 return events
             self._started = True
-            self._partial = b""
-            chunk = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
         if self._pending_cr:
             # A CR ended the previous chunk; an LF starting this one belongs to it.
             self._pending_cr = False
@@ -106,10 +154,9 @@ class SSEParser:
             if chunk.endswith(b"\r"):
                 self._pending_cr = True
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = chunk.split(b"\n")
-        if self._partial:
-            lines[0] = self._partial + lines[0]
-        self._partial = lines.pop()
+        lines = _split_lines(self._partial, chunk)
+        if not lines:
+            return events
         data = self._data
         for line in lines:
             # `data:` lines and blank lines are nearly all of a stream: handled inline.
@@ -136,11 +183,12 @@ class SSEParser:
     def close_fields(self) -> list[RawSSE]:
         """`close`, with each event as a plain tuple."""
         events: list[RawSSE] = []
-        if not self._started and self._partial:
+        if not self._started:
             # Fewer than three bytes in all, all of them a prefix of the byte-order mark.
-            self._partial = b""
+            self._partial.clear()
         if self._partial:
-            line, self._partial = self._partial, b""
+            line = b"".join(self._partial)
+            self._partial.clear()
             if line.startswith(b"data:"):
                 self._data.append(line[6:] if line[5:6] == b" " else line[5:])
             else:
@@ -192,43 +240,63 @@ class EventStreamMessage:
 
 
 _PRELUDE = struct.Struct(">III")
-_MAX_MESSAGE = 16 * 1024 * 1024
+MAX_EVENT_STREAM_MESSAGE = 16 * 1024 * 1024
+"""The largest event-stream message accepted (the AWS SDKs' limit)."""
 
 
 class EventStreamParser:
-    """Incremental AWS event-stream parser that checks both CRCs of every message."""
+    """Incremental AWS event-stream parser that checks both CRCs of every message.
 
-    __slots__ = ("_buffer",)
+    The first bad message ends the stream: `feed` raises a `FramingError` carrying the
+    messages that call completed before it, and every later call raises it again.
+    """
+
+    __slots__ = ("_buffer", "_consumed", "_failed")
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self._consumed = 0  # bytes dropped from the buffer: offsets name stream bytes
+        self._failed: FramingError | None = None
 
     def feed(self, chunk: bytes) -> list[EventStreamMessage]:
+        if self._failed is not None:
+            raise FramingError(str(self._failed))
         self._buffer += chunk
         messages: list[EventStreamMessage] = []
         buffer = self._buffer
         offset = 0
-        while len(buffer) - offset >= _PRELUDE.size:
-            total, headers_len, prelude_crc = _PRELUDE.unpack_from(buffer, offset)
-            if zlib.crc32(buffer[offset : offset + 8]) != prelude_crc:
-                raise FramingError(f"event-stream prelude CRC mismatch at byte {offset}")
-            if total < 16 or total > _MAX_MESSAGE or headers_len > total - 16:
-                raise FramingError(f"event-stream message length {total} is invalid")
-            if len(buffer) - offset < total:
-                break
-            end = offset + total
-            (message_crc,) = struct.unpack_from(">I", buffer, end - 4)
-            if zlib.crc32(buffer[offset : end - 4]) != message_crc:
-                raise FramingError(f"event-stream message CRC mismatch at byte {offset}")
-            headers_start = offset + 12
-            headers = _headers(bytes(buffer[headers_start : headers_start + headers_len]))
-            payload = bytes(buffer[headers_start + headers_len : end - 4])
-            messages.append(EventStreamMessage(headers, payload))
-            offset = end
+        try:
+            while len(buffer) - offset >= _PRELUDE.size:
+                total, headers_len, prelude_crc = _PRELUDE.unpack_from(buffer, offset)
+                at = self._consumed + offset
+                if zlib.crc32(buffer[offset : offset + 8]) != prelude_crc:
+                    raise FramingError(f"event-stream prelude CRC mismatch at byte {at}")
+                if total < 16 or total > MAX_EVENT_STREAM_MESSAGE or headers_len > total - 16:
+                    raise FramingError(
+                        f"event-stream message length {total} at byte {at} is invalid"
+                    )
+                if len(buffer) - offset < total:
+                    break
+                end = offset + total
+                (message_crc,) = struct.unpack_from(">I", buffer, end - 4)
+                if zlib.crc32(buffer[offset : end - 4]) != message_crc:
+                    raise FramingError(f"event-stream message CRC mismatch at byte {at}")
+                headers_start = offset + 12
+                headers = _headers(bytes(buffer[headers_start : headers_start + headers_len]))
+                payload = bytes(buffer[headers_start + headers_len : end - 4])
+                messages.append(EventStreamMessage(headers, payload))
+                offset = end
+        except FramingError as exc:
+            self._failed = exc
+            buffer.clear()
+            raise FramingError(str(exc), messages) from None
         del buffer[:offset]
+        self._consumed += offset
         return messages
 
     def close(self) -> list[EventStreamMessage]:
+        if self._failed is not None:
+            raise FramingError(str(self._failed))
         if self._buffer:
             left = len(self._buffer)
             self._buffer.clear()
@@ -284,6 +352,48 @@ def encode_event_stream(headers: dict[str, str], payload: bytes) -> bytes:
     prelude += struct.pack(">I", zlib.crc32(prelude))
     body = prelude + raw_headers + payload
     return body + struct.pack(">I", zlib.crc32(body))
+
+
+class JSONLinesParser:
+    """Incremental reader of one JSON value per line, yielding each line's bytes.
+
+    Ollama's native stream, Bedrock and Gemini recordings stored one event per line. JSON
+    text never holds a raw CR or LF (inside strings they are escaped), so LF, CRLF and a
+    lone CR all end a line; blank lines are skipped and a leading byte-order mark is
+    dropped. Each line is parsed later, by the stream decoder.
+    """
+
+    __slots__ = ("_partial", "_pending_cr", "_started")
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []
+        self._pending_cr = False
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Parse `chunk`; return the non-blank lines it completed, without line ends."""
+        if not chunk:
+            return []
+        if not self._started:
+            chunk = _skip_bom(self._partial, chunk)
+            if not chunk:
+                return []
+            self._started = True
+        if self._pending_cr:
+            self._pending_cr = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            if chunk.endswith(b"\r"):
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        return [line for line in _split_lines(self._partial, chunk) if line and not line.isspace()]
+
+    def close(self) -> list[bytes]:
+        """End of stream: the last line, when it lacks its line end."""
+        line = b"".join(self._partial) if self._started else b""
+        self._partial.clear()
+        return [line] if line.strip() else []
 
 
 class JSONArrayParser:

@@ -30,9 +30,12 @@ from refusals.providers import (
 )
 from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import (
+    MAX_EVENT_STREAM_MESSAGE,
+    EventStreamMessage,
     EventStreamParser,
     FramingError,
     JSONArrayParser,
+    JSONLinesParser,
     SSEParser,
 )
 
@@ -60,12 +63,22 @@ _BY_PROVIDER: dict[str, tuple[ModuleType, ...]] = {
 }
 _CHAT = (openai_responses, openai_chat)
 
+_BOM = b"\xef\xbb\xbf"
+_BLANK = b" \t\r\n"
+# The field names an SSE stream's first line may carry (b"": a `:` comment line).
+_SSE_FIELDS = frozenset({b"data", b"event", b"id", b"retry", b""})
+# Longer than any of those names: a first line that shows no `:` or line end by then is
+# not SSE.
+_SSE_NAME_LIMIT = 32
+
 
 def sniff_framing(head: bytes) -> Framing:
     """The framing a stream uses, from its first bytes."""
     if len(head) >= 12:
         total, headers_len, crc = struct.unpack_from(">III", head)
-        if zlib.crc32(head[:8]) == crc and headers_len < total:
+        # A valid first message is at most 16 MiB, so its first byte is 0 or 1: text never
+        # reads as an event-stream prelude, whatever its first 12 bytes.
+        if zlib.crc32(head[:8]) == crc and headers_len < total <= MAX_EVENT_STREAM_MESSAGE:
             return "event-stream"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] == b"[":
@@ -89,7 +102,10 @@ class StreamDecoder:
         self._sse: SSEParser | None = None
         self._binary: EventStreamParser | None = None
         self._array: JSONArrayParser | None = None
-        self._lines = b""
+        self._jsonl: JSONLinesParser | None = None
+        # The start of an SSE stream's first line, until it shows whether it is SSE.
+        self._first_line: bytes | None = b""
+        self._failed = False  # the framing broke: the rest of the bytes mean nothing
         self._wire: WireDecoder | None = None
         self._pending: list[StreamEvent] = []
         self._closed = False
@@ -112,14 +128,23 @@ class StreamDecoder:
 
     def feed(self, chunk: bytes) -> list[StreamEvent]:
         """Decode the next bytes; return the stream events they completed."""
+        if self._failed:
+            return []
         if self.framing is None:
-            self._head += chunk
-            start = self._head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-            # Text framings show themselves in one byte; an event-stream prelude starts
-            # with a zero byte (a length) and needs its 12 bytes to be checked.
-            if not start or (start == b"\x00" and len(self._head) < 12):
+            head = self._head + chunk
+            start = head.lstrip(_BOM + _BLANK)[:1]
+            if not start:
+                # Only blank lines so far: kept as the byte-order mark alone, so that a
+                # long run of them is not copied again with every chunk.
+                self._head = _BOM if head.startswith(_BOM) else b""
                 return []
-            chunk, self._head = self._head, b""
+            # Text framings show themselves in one printable byte; anything else may be
+            # an event-stream prelude (its first byte is a length, 0 or 1), which needs
+            # its 12 bytes to be checked.
+            if not 0x20 < start[0] < 0x7F and len(head) < 12:
+                self._head = head
+                return []
+            chunk, self._head = head, b""
             self.framing = sniff_framing(chunk)
         return self._feed_framed(chunk)
 
@@ -129,21 +154,25 @@ class StreamDecoder:
             return []
         self._closed = True
         events: list[StreamEvent] = []
-        if self.framing is None and self._head:
+        if self.framing is None and self._head.lstrip(_BOM + _BLANK):
             self.framing = sniff_framing(self._head)
             events += self._feed_framed(self._head)
-            self._head = b""
+        self._head = b""
+        if self._first_line:
+            events += self._check_first_line(b"", final=True)
         try:
-            if self._sse is not None:
+            if self._failed:
+                pass
+            elif self._sse is not None:
                 for data, name, _, _ in self._sse.close_fields():
                     events += self._dispatch(name, data)
-            if self._binary is not None:
+            elif self._binary is not None:
                 self._binary.close()
-            if self._array is not None:
+            elif self._array is not None:
                 self._array.close()
-            if self.framing == "json-lines" and self._lines.strip():
-                events += self._dispatch(None, self._lines)
-                self._lines = b""
+            elif self._jsonl is not None:
+                for line in self._jsonl.close():
+                    events += self._dispatch(None, line)
         except FramingError as exc:
             events += self._error(str(exc))
         if self._wire is None:
@@ -157,6 +186,8 @@ class StreamDecoder:
             if self.framing == "sse":
                 if self._sse is None:
                     self._sse = SSEParser()
+                if self._first_line is not None:
+                    events += self._check_first_line(chunk)
                 wire = self._wire
                 for data, name, _, _ in self._sse.feed_fields(chunk):
                     if wire is not None:
@@ -167,29 +198,59 @@ class StreamDecoder:
             elif self.framing == "event-stream":
                 if self._binary is None:
                     self._binary = EventStreamParser()
-                for message in self._binary.feed(chunk):
-                    if message.message_type == "error":
-                        # A service error outside the modelled exceptions: it ends the
-                        # stream, and only its headers say what happened.
-                        code = message.headers.get(":error-code", "UnknownError")
-                        text = message.headers.get(":error-message", "")
-                        events += self._error(f"{code}: {text}".rstrip(": "), ErrorKind.TRANSIENT)
-                    else:
-                        events += self._dispatch(message.event_type, message.payload)
+                try:
+                    messages = self._binary.feed(chunk)
+                except FramingError as exc:
+                    # The messages before the bad one were whole: they still count.
+                    self._failed = True
+                    events += self._messages(exc.messages)
+                    raise
+                events += self._messages(messages)
             elif self.framing == "json-array":
                 if self._array is None:
                     self._array = JSONArrayParser()
                 for element in self._array.feed(chunk):
                     events += self._dispatch(None, element)
             else:
-                self._lines += chunk
-                *lines, self._lines = self._lines.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        events += self._dispatch(None, line)
+                if self._jsonl is None:
+                    self._jsonl = JSONLinesParser()
+                for line in self._jsonl.feed(chunk):
+                    events += self._dispatch(None, line)
         except FramingError as exc:
             events += self._error(str(exc))
         return events
+
+    def _messages(self, messages: list[EventStreamMessage]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for message in messages:
+            if message.message_type == "error":
+                # A service error outside the modelled exceptions: it ends the stream, and
+                # only its headers say what happened.
+                code = message.headers.get(":error-code", "UnknownError")
+                text = message.headers.get(":error-message", "")
+                events += self._error(f"{code}: {text}".rstrip(": "), ErrorKind.TRANSIENT)
+            else:
+                events += self._dispatch(message.event_type, message.payload)
+        return events
+
+    def _check_first_line(self, chunk: bytes, *, final: bool = False) -> list[StreamEvent]:
+        """An SSE stream whose first line is no SSE field is an error, not skipped (as the
+        specification would skip an unknown field): it is no stream this decoder knows."""
+        seen = (self._first_line or b"") + chunk
+        text = (seen[3:] if seen.startswith(_BOM) else seen).lstrip(b"\r\n")
+        text = text[: _SSE_NAME_LIMIT + 1]
+        ends = [i for i in (text.find(b":"), text.find(b"\r"), text.find(b"\n")) if i >= 0]
+        if not ends and len(text) <= _SSE_NAME_LIMIT and not final:
+            self._first_line = text
+            return []
+        self._first_line = None
+        name = text[: min(ends)] if ends else text
+        if name in _SSE_FIELDS or not text:
+            return []
+        return self._error(
+            "the stream's first line is neither an SSE field (data:, event:, id:, retry: "
+            "or a : comment) nor JSON; expected an SSE, AWS event-stream or JSON-lines stream"
+        )
 
     def _dispatch(self, name: str | None, data: str | bytes) -> list[StreamEvent]:
         if self._wire is None:
@@ -199,6 +260,11 @@ class StreamDecoder:
                     "the first stream event is of no known provider format; expected an "
                     "Anthropic, OpenAI, Azure, Gemini, Bedrock, Cohere or Ollama stream"
                 )
+            # What went wrong before the first known event is part of this stream's
+            # story: an unrecognised start is never silently dropped.
+            for event in self._pending:
+                self._wire.acc.apply(event, 0)
+            self._pending.clear()
         return self._wire.feed(name, data)
 
     def _choose(self, name: str | None, data: str | bytes) -> WireDecoder | None:
