@@ -1,0 +1,118 @@
+"""`MockServer`: the mock app on uvicorn in a background thread, for tests and the CLI.
+
+```python
+with MockServer() as server:        # 127.0.0.1, a free port
+    httpx.post(server.base_url + "/v1/messages", ...)
+```
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from refusals.mock.app import MockApp, Receive, Scope, Send, StreamReset
+
+START_TIMEOUT_SECONDS = 10.0
+STOP_TIMEOUT_SECONDS = 10.0
+
+_INCOMPLETE = "ASGI callable returned without completing response."
+
+
+class _ResetIsIntended(logging.Filter):
+    """Drops uvicorn's complaint about a response cut short: `reset-mid-stream` does it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _INCOMPLETE
+
+
+logging.getLogger("uvicorn.error").addFilter(_ResetIsIntended())
+
+
+class _Served:
+    """The app as uvicorn runs it: a `StreamReset` closes the socket, quietly."""
+
+    def __init__(self, app: MockApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except StreamReset:
+            return  # uvicorn closes a connection whose response did not complete
+
+
+class MockServer:
+    """A running mock on `host:port` (port 0: a free one); use it as a context manager."""
+
+    def __init__(
+        self,
+        app: MockApp | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+    ) -> None:
+        self.app = app if app is not None else MockApp()
+        self.host = host
+        self._requested_port = port
+        self._log_level = log_level
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        """`http://HOST:PORT`, no trailing slash."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> MockServer:
+        import uvicorn  # noqa: PLC0415 - loaded only when a server runs
+
+        config = uvicorn.Config(
+            _Served(self.app),
+            host=self.host,
+            port=self._requested_port,
+            log_level=self._log_level,
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, name="refusals-mock-server", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"the mock server did not start on {self.host}:{self._requested_port}"
+                )
+            time.sleep(0.01)
+        sockets = [s for server in self._server.servers for s in server.sockets]
+        self.port = int(sockets[0].getsockname()[1])
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(STOP_TIMEOUT_SECONDS)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,16 @@
+"""One writer per wire format, by the name the request log and routes use."""
+
+from __future__ import annotations
+
+from refusals.mock.wire._base import Wire
+from refusals.mock.wire.anthropic import AnthropicWire
+from refusals.mock.wire.openai_chat import WIRE_NAMES as CHAT_WIRES
+from refusals.mock.wire.openai_chat import ChatWire
+
+WIRES: dict[str, Wire] = {
+    "anthropic": AnthropicWire(),
+    **{name: ChatWire(name) for name in CHAT_WIRES},
+}
+"""Wire name → its writer."""
+
+__all__ = ["WIRES", "Wire"]
