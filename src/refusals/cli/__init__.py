@@ -14,6 +14,11 @@ from refusals import __version__
 
 # name -> (module, attribute, one-line summary shown by `refusals --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "exec": (
+        "refusals.cli.exec",
+        "exec_command",
+        "Run one agent task headless; --json writes JSONL events.",
+    ),
     "inspect": (
         "refusals.cli.inspect",
         "inspect_command",

@@ -409,14 +409,18 @@ class Agent:
         item = self._item(turn, "subagent", {"call_id": call.id, "task": task, "tools": tools})
         item.data["status"] = "running"
         self.emit(ItemStarted(Item(item.id, item.type, dict(item.data))))
-        result = await self.subagents.run(task, tools, item.id, self._run_child)
+        result = await self.subagents.run(
+            task, tools, item.id, lambda t, n, i: self._run_child(turn, t, n, i)
+        )
         item.data.update(result.to_json())
         self.emit(ItemCompleted(item))
         return ToolResult(
             result.for_model(), is_error=result.status != "completed", data=result.to_json()
         )
 
-    async def _run_child(self, task: str, tools: list[str] | None, item_id: str) -> SubagentResult:
+    async def _run_child(
+        self, turn: _Turn, task: str, tools: list[str] | None, item_id: str
+    ) -> SubagentResult:
         assert self.subagents is not None
         offered = self.tools.without(SPAWN_AGENT)
         if tools is not None:
@@ -437,6 +441,7 @@ class Agent:
         )
         result = await child.run_turn(task, prompt_item_id=item_id)
         add_usage(self.usage, child.usage)
+        add_usage(turn.usage, child.usage)
         category = result.refusal.category if result.refusal is not None else None
         return SubagentResult.from_outcome(
             result.outcome,

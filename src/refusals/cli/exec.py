@@ -1,0 +1,289 @@
+"""`refusals exec`: run one agent task headless, on the shared turn loop.
+
+Human mode: progress on stderr, the final answer on stdout. `--json`: one JSON event
+per line on stdout (see docs/exec-events.md). A refusal or content-filter stop prints
+its notice exactly as `refusals.notice` built it and exits 3 or 4; the exit codes are
+those of `refusals.loop.outcome`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import IO, Literal
+
+import click
+import orjson
+
+from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
+from refusals.loop.events import (
+    Event,
+    ItemCompleted,
+    ItemStarted,
+    RefusalReported,
+    ThreadCompleted,
+    ThreadStarted,
+    TurnFailed,
+)
+from refusals.loop.outcome import EXIT_USAGE, Outcome
+from refusals.loop.subagents import SubagentPolicy
+from refusals.loop.workspace import Workspace, write_atomically
+from refusals.sanitize import sanitize
+from refusals.transport.base import ModelClient
+
+MOCK_DEFAULT = "mock:answer"
+
+# Environment variables that mean the user has a provider configured; with one set and
+# no --model there is no safe guess of a model, so exec asks for one.
+PROVIDER_KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHER_API_KEY",
+)
+
+SYSTEM_PROMPT = (
+    "You are a careful agent working in a workspace directory. Use the tools offered to "
+    "look at files (and, when allowed, to change them or run commands), then answer "
+    "the task in a short final message."
+)
+
+
+class UsageError(Exception):
+    """Bad input from the user: one line, exit code 2."""
+
+
+def _fail_usage(message: str) -> None:
+    click.echo(f"refusals exec: {sanitize(message, single_line=True)}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def choose_model(model: str | None) -> tuple[str, str | None]:
+    """The model to run, and a note for stderr when it was chosen for the user."""
+    if model:
+        return model, None
+    configured = [name for name in PROVIDER_KEY_VARIABLES if os.environ.get(name)]
+    if configured:
+        raise UsageError(
+            f"no --model given and {configured[0]} is set; pass --model PROVIDER:MODEL "
+            "(e.g. anthropic:claude-opus-4-8), or --model mock:answer for the offline mock"
+        )
+    return MOCK_DEFAULT, (
+        f"no --model and no provider API key in the environment: using the offline mock "
+        f"provider ({MOCK_DEFAULT}); pass --model PROVIDER:MODEL for a real one"
+    )
+
+
+def read_prompt(prompt: str | None, stdin: IO[str]) -> str:
+    if prompt is None or prompt == "-":
+        if prompt is None and stdin.isatty():
+            raise UsageError("no prompt given; pass it as an argument, or '-' to read stdin")
+        prompt = stdin.read()
+    if not prompt.strip():
+        raise UsageError("the prompt is empty; pass the task as an argument or on stdin")
+    return prompt
+
+
+class JsonWriter:
+    """One JSON object per line on stdout, each written whole and flushed."""
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        line = orjson.dumps(event.to_json()).decode() + "\n"
+        self.out.write(line)
+        self.out.flush()
+
+
+class HumanRenderer:
+    """Progress on stderr, provider text sanitised; the answer is printed by the caller."""
+
+    def __init__(self, err: IO[str]) -> None:
+        self.err = err
+
+    def _say(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ThreadStarted):
+            self._say(f"refusals exec: model {sanitize(event.model, single_line=True)}")
+        elif isinstance(event, ItemStarted) and event.item.type == "subagent":
+            task = sanitize(str(event.item.data.get("task", "")), max_chars=120, single_line=True)
+            self._say(f"subagent: {task}")
+        elif isinstance(event, ItemCompleted):
+            self._item(event)
+        elif isinstance(event, RefusalReported) and event.scope == "subagent":
+            self._say("subagent stopped:")
+            self._say(sanitize(event.notice))
+        elif isinstance(event, TurnFailed):
+            # A refusal or filter: the notice alone, verbatim (sanitize changes nothing
+            # unless provider text in it carries control characters).
+            if event.outcome in (Outcome.REFUSED, Outcome.CONTENT_FILTERED):
+                self._say(sanitize(event.message))
+            else:
+                self._say(f"refusals exec: {event.outcome.code}: {sanitize(event.message)}")
+        elif isinstance(event, ThreadCompleted):
+            self._say(
+                f"refusals exec: {event.outcome.code} (exit {event.outcome.exit_code}), "
+                f"{_count(event.num_turns, 'model call')}, {_count(event.requests, 'request')}"
+            )
+
+    def _item(self, event: ItemCompleted) -> None:
+        item = event.item
+        data = item.data
+        if item.type == "tool_call":
+            arguments = sanitize(str(data.get("arguments", "")), max_chars=120, single_line=True)
+            self._say(f"tool: {sanitize(str(data.get('name')), single_line=True)} {arguments}")
+        elif item.type == "tool_output":
+            output = str(data.get("output", ""))
+            if data.get("is_error"):
+                self._say(f"  {sanitize(output, max_chars=200, single_line=True)}")
+            else:
+                self._say(f"  ({len(output.splitlines())} lines)")
+        elif item.type == "subagent":
+            self._say(f"subagent: {data.get('status')}")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+async def _run(agent: Agent, prompt: str) -> TurnResult:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+    # Ctrl-C cancels the run, which ends as `cancelled` with its events; a second one
+    # while it winds down is ignored so that nothing is cut mid-write.
+    loop.add_signal_handler(signal.SIGINT, task.cancel)
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await agent.run(prompt)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.remove_signal_handler(signal.SIGTERM)
+        close = getattr(agent.client, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _client(
+    model: str,
+    base_url: str | None,
+    fallbacks: tuple[str, ...],
+    scope: Literal["turn", "session"],
+) -> ModelClient:
+    from refusals.transport.clients import ClientError, client_for  # noqa: PLC0415
+
+    try:
+        return client_for(model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope)
+    except ClientError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@click.command("exec", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("prompt", required=False)
+@click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8.")
+@click.option("--base-url", help="The provider's base URL (a proxy, a local server, the mock).")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TURNS,
+    show_default=True,
+    help="Model calls the task may make.",
+)
+@click.option(
+    "--fallback-model",
+    "fallback_models",
+    multiple=True,
+    help="A model to try once if the primary refuses or is filtered (repeatable).",
+)
+@click.option(
+    "--fallback-scope",
+    type=click.Choice(["turn", "session"]),
+    default="turn",
+    show_default=True,
+    help="Whether a fallback holds for the turn or for the rest of the session.",
+)
+@click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file.")
+@click.option("--allow-commands", is_flag=True, help="Offer run_command.")
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path),
+    default=".",
+    help="The directory the tools may touch (default: the current one).",
+)
+@click.option(
+    "--output-last-message",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the final answer to FILE (atomically; only when the task succeeded).",
+)
+@click.option("--no-stream", is_flag=True, help="Make whole calls instead of streaming.")
+@click.option("--json", "as_json", is_flag=True, help="Write JSONL events on stdout.")
+def exec_command(
+    *,
+    prompt: str | None,
+    model: str | None,
+    base_url: str | None,
+    max_turns: int,
+    fallback_models: tuple[str, ...],
+    fallback_scope: Literal["turn", "session"],
+    allow_write: bool,
+    allow_commands: bool,
+    workspace: Path,
+    output_last_message: Path | None,
+    no_stream: bool,
+    as_json: bool,
+) -> None:
+    """Run one agent task headless, stopping on a refusal with its notice.
+
+    \b
+    Exit codes: 0 success, 1 error or turn limit, 2 usage error, 3 refused,
+    4 content-filtered, 130 interrupted.
+    \b
+    Examples:
+      refusals exec "Summarise README.md"               the offline mock, no key needed
+      refusals exec -m anthropic:claude-opus-4-8 --json "List the TODOs" > events.jsonl
+      echo "Fix the typo in setup.py" | refusals exec --allow-write -m openai:gpt-5.2 -
+    """
+    try:
+        text = read_prompt(prompt, sys.stdin)
+        chosen, note = choose_model(model)
+        root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
+        client = _client(chosen, base_url, fallback_models, fallback_scope)
+    except UsageError as exc:
+        _fail_usage(str(exc))
+        return
+    if note is not None:
+        click.echo(f"refusals exec: {note}", err=True)
+    sink = JsonWriter(sys.stdout) if as_json else HumanRenderer(sys.stderr)
+    agent = Agent(
+        client,
+        tools=root.tools(),
+        system=SYSTEM_PROMPT,
+        max_turns=max_turns,
+        stream=not no_stream,
+        subagents=SubagentPolicy(),
+        emit=sink,
+    )
+    result = asyncio.run(_run(agent, text))
+    if result.outcome is Outcome.SUCCESS:
+        if not as_json:
+            answer = result.text if not sys.stdout.isatty() else sanitize(result.text)
+            sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
+            sys.stdout.flush()
+        if output_last_message is not None:
+            write_atomically(output_last_message, result.text.encode("utf-8"))
+    sys.exit(result.outcome.exit_code)
