@@ -6,10 +6,12 @@ from refusals.mock.wire._base import Wire
 from refusals.mock.wire.anthropic import AnthropicWire
 from refusals.mock.wire.openai_chat import WIRE_NAMES as CHAT_WIRES
 from refusals.mock.wire.openai_chat import ChatWire
+from refusals.mock.wire.openai_responses import ResponsesWire
 
 WIRES: dict[str, Wire] = {
     "anthropic": AnthropicWire(),
     **{name: ChatWire(name) for name in CHAT_WIRES},
+    "openai-responses": ResponsesWire(),
 }
 """Wire name → its writer."""
 
