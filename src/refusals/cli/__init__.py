@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "inspect_command",
         "Show the verdict on a recorded response body, stream or HTTP error body.",
     ),
+    "scan": (
+        "refusals.cli.scan",
+        "scan_command",
+        "Count refusals and filter stops across recorded responses and logs.",
+    ),
 }
 
 

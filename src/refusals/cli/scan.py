@@ -1,0 +1,274 @@
+"""`refusals scan`: count refusals and filter stops across recorded responses and logs."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+import click
+import orjson
+
+from refusals.scan import LAYOUTS, ScanRecord, Summary, default_jobs, scan_dask, scan_local
+from refusals.scan._outputs import (
+    ParquetWriter,
+    csv_writer,
+    json_lines_writer,
+    render_problems,
+    render_table,
+    resubmit_writer,
+    write_chart,
+)
+
+EXIT_RATE_EXCEEDED = 1
+EXIT_USAGE = 2
+
+_EXTRAS = {
+    "parquet": ("pyarrow.parquet", "--parquet needs pyarrow: pip install 'refusals[parquet]'"),
+    "chart": ("matplotlib", "--chart needs matplotlib: pip install 'refusals[chart]'"),
+    "dask": ("distributed", "--engine dask needs dask: pip install 'refusals[dask]'"),
+}
+
+
+def _usage(message: str) -> None:
+    click.echo(f"refusals scan: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _require(extra: str) -> None:
+    module, message = _EXTRAS[extra]
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        _usage(message)
+
+
+def _parse_rate(value: str | None) -> float | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        rate = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        rate = -1.0
+    if not 0.0 <= rate <= 1.0:
+        _usage(f"--fail-on-rate {value!r}: expected a rate from 0 to 1, or a percentage like 5%")
+    return rate
+
+
+class _ProgressBar:
+    """Bytes and records per second on stderr while the scan runs."""
+
+    def __init__(self, total_bytes: int) -> None:
+        from rich.console import Console  # noqa: PLC0415 - only when shown
+        from rich.progress import (  # noqa: PLC0415
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TransferSpeedColumn,
+        )
+
+        self._start = time.monotonic()
+        self._progress = Progress(
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+        )
+        self._task = self._progress.add_task("0 records", total=total_bytes or None)
+        self._progress.start()
+
+    def __call__(self, done_bytes: int, records: int) -> None:
+        elapsed = max(time.monotonic() - self._start, 1e-9)
+        self._progress.update(
+            self._task,
+            completed=done_bytes,
+            description=f"{records} records, {records / elapsed:,.0f} records/s",
+        )
+
+    def stop(self) -> None:
+        self._progress.stop()
+
+
+def _total_bytes(paths: tuple[str, ...]) -> int:
+    from refusals.scan import expand_paths  # noqa: PLC0415
+
+    total = 0
+    for path in expand_paths(paths):
+        with contextlib.suppress(OSError):
+            total += os.path.getsize(path)
+    return total
+
+
+def _open_output(path: str, mode: str) -> IO[Any]:
+    try:
+        return open(path, mode)
+    except OSError as exc:
+        _usage(f"cannot write {path}: {exc.strerror}")
+        raise  # unreachable: _usage exits
+
+
+@click.command("scan", short_help="Count refusals and filter stops across recorded logs.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True), metavar="PATH...")
+@click.option(
+    "--format",
+    "layout",
+    type=click.Choice(LAYOUTS),
+    default="auto",
+    show_default=True,
+    help="Layout of every file; recognised per file (and per line) when auto.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one verdict object per record.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print one CSV row per record.")
+@click.option("--parquet", metavar="FILE", help="Write every record to a Parquet file.")
+@click.option("--chart", metavar="FILE", help="Draw refusal and filter rates (.png or .svg).")
+@click.option(
+    "--resubmit",
+    metavar="FILE",
+    help="Write the refused batch requests that carry a recommended model (JSON lines).",
+)
+@click.option("--summary-json", metavar="FILE", help="Write the summary counts as JSON.")
+@click.option("--jobs", type=click.IntRange(1, 1024), help="Processes to use  [default: all cores]")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="Where to run: this machine, or a Dask cluster (one task per file).",
+)
+@click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address (--engine dask).")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show bytes and records per second on stderr  [default: when stderr is a terminal]",
+)
+@click.option(
+    "--fail-on-rate",
+    metavar="RATE",
+    help="Exit with code 1 when refused plus filtered records exceed RATE (0.05 or 5%).",
+)
+def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes them
+    paths: tuple[str, ...],
+    layout: str,
+    as_json: bool,
+    as_csv: bool,
+    parquet: str | None,
+    chart: str | None,
+    resubmit: str | None,
+    summary_json: str | None,
+    jobs: int | None,
+    engine: str,
+    scheduler: str | None,
+    progress: bool | None,
+    fail_on_rate: str | None,
+) -> None:
+    """Count refusals and content-filter stops across recorded responses and logs.
+
+    PATH is a file or a directory (its .json, .jsonl, .ndjson, .sse, .txt, .log and
+    .events files, also .gz or .zst): single responses, JSON lines, OpenAI Batch output,
+    Anthropic Message Batches results, recorded streams, or `exec --json` event logs.
+
+    \b
+    Examples:
+      refusals scan batch_output.jsonl           a summary table
+      refusals scan logs/ --json > verdicts.jsonl
+      refusals scan results.jsonl --resubmit resubmit.jsonl
+      refusals scan logs/ --fail-on-rate 2%      exit 1 when more than 2% are blocked
+      refusals scan s3-mirror/ --engine dask --scheduler tcp://10.0.0.5:8786
+    """
+    if as_json and as_csv:
+        _usage("--json and --csv both print to standard output; choose one")
+    rate = _parse_rate(fail_on_rate)
+    if chart is not None and not chart.lower().endswith((".png", ".svg")):
+        _usage(f"--chart {chart}: the file name must end in .png or .svg")
+    if parquet is not None:
+        _require("parquet")
+    if chart is not None:
+        _require("chart")
+    per_record = as_json or as_csv or parquet is not None or resubmit is not None
+    if engine == "dask":
+        _require("dask")
+        if scheduler is None:
+            _usage("--engine dask needs --scheduler ADDRESS (for example tcp://host:8786)")
+        if per_record:
+            _usage(
+                "--engine dask computes the summary only; --json, --csv, --parquet and "
+                "--resubmit need the local engine"
+            )
+    elif scheduler is not None:
+        _usage("--scheduler works with --engine dask")
+
+    sinks: list[Callable[[ScanRecord], None]] = []
+    closers: list[Callable[[], None]] = []
+    stdout = sys.stdout.buffer
+    if as_json:
+        sinks.append(json_lines_writer(stdout))
+    if as_csv:
+        text_out = io.TextIOWrapper(stdout, encoding="utf-8", newline="", write_through=False)
+        sinks.append(csv_writer(text_out, clean=sys.stdout.isatty()))
+        closers.append(text_out.flush)
+    if parquet is not None:
+        writer = ParquetWriter(parquet)
+        sinks.append(writer)
+        closers.append(writer.close)
+    if resubmit is not None:
+        resubmit_file = _open_output(resubmit, "wb")
+        sinks.append(resubmit_writer(resubmit_file))
+        closers.append(resubmit_file.close)
+
+    sink: Callable[[ScanRecord], None] | None = None
+    if len(sinks) == 1:
+        sink = sinks[0]
+    elif sinks:
+
+        def sink(record: ScanRecord) -> None:
+            for each in sinks:
+                each(record)
+
+    show_progress = sys.stderr.isatty() if progress is None else progress
+    bar = _ProgressBar(_total_bytes(paths)) if show_progress else None
+    try:
+        if engine == "dask":
+            summary = scan_dask(paths, scheduler, layout=layout, progress=bar)
+        else:
+            summary = scan_local(
+                paths, layout=layout, jobs=jobs or default_jobs(), sink=sink, progress=bar
+            )
+    finally:
+        if bar is not None:
+            bar.stop()
+        for close in closers:
+            close()
+        stdout.flush()
+    _report(summary, as_json or as_csv, chart, summary_json)
+    if rate is not None and summary.blocked_rate > rate:
+        click.echo(
+            f"refusals scan: {100 * summary.blocked_rate:.2f}% of {summary.records} records "
+            f"were refused or filtered, above --fail-on-rate {100 * rate:g}%",
+            err=True,
+        )
+        sys.exit(EXIT_RATE_EXCEEDED)
+
+
+def _report(summary: Summary, records_on_stdout: bool, chart: str | None, path: str | None) -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    if records_on_stdout:
+        render_problems(summary, Console(file=sys.stderr, highlight=False))
+    else:
+        render_table(summary, Console(highlight=False))
+    if chart is not None:
+        write_chart(summary, chart)
+    if path is not None:
+        with _open_output(path, "wb") as out:
+            out.write(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")

@@ -1,0 +1,371 @@
+"""The per-record classifier: one decoded log line (or document) to one `ScanRecord`.
+
+Every layout ends in `normalize` or the stream decoder, so a scan says exactly what
+`refusals inspect` says about the same body. The envelopes around the bodies are read
+here: OpenAI Batch output lines, Anthropic Message Batches results, and `exec --json`
+event logs (one record per run, from `thread.started` to `thread.completed`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from refusals.model import FinishReason, LLMResponse
+from refusals.providers import NormalizeError, normalize
+from refusals.refusal import notice
+from refusals.scan._record import ScanRecord, Stage
+
+JsonObject = dict[str, Any]
+
+LAYOUTS = (
+    "auto",
+    "json",
+    "jsonl",
+    "openai-batch",
+    "anthropic-batch",
+    "stream",
+    "exec-events",
+)
+"""Values of `--format`: `auto` recognises each file's layout (docs/scan.md)."""
+
+MAX_EXPLANATION_CHARS = 400
+"""Explanations taken from refusal text are cut to this many characters."""
+
+_BLOCKED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+_FINISH_VALUES = frozenset(reason.value for reason in FinishReason)
+
+# Anthropic Message Batches results carry an errored request's error body but not its
+# HTTP status; the error type names it
+# (https://docs.anthropic.com/en/api/errors#http-errors).
+_ANTHROPIC_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+# `exec --json` events (docs/exec-events.md); any `item.*` event belongs too.
+_EXEC_TYPES = frozenset(
+    {"thread.started", "turn.started", "turn.completed", "turn.failed", "thread.completed"}
+)
+# thread.completed `outcome_code` -> finish reason, for runs without a `refusal` event.
+_OUTCOME_FINISH = {
+    "success": "stop",
+    "refused": "refusal",
+    "content_filtered": "content_filter",
+    "turn_limit": "length",
+    "error": "error",
+    "cancelled": "error",
+}
+
+
+class BadRecord(Exception):
+    """A line or document that is not a record of any known layout (counted, not fatal)."""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int:
+    return value if type(value) is int else 0
+
+
+def _bounded(text: str) -> str:
+    collapsed = " ".join(text.split())
+    if len(collapsed) > MAX_EXPLANATION_CHARS:
+        return collapsed[: MAX_EXPLANATION_CHARS - 3] + "..."
+    return collapsed
+
+
+def record_from_response(
+    response: LLMResponse,
+    *,
+    source: str,
+    line: int,
+    layout: str,
+    record_id: str | None = None,
+) -> ScanRecord:
+    """The scan verdict on one normalized response."""
+    finish = response.finish_reason
+    usage = response.usage
+    tokens_in = usage.input_tokens if usage is not None else 0
+    tokens_out = usage.output_tokens if usage is not None else 0
+    if finish not in _BLOCKED:
+        # The common case: no stop details, explanation or notice to work out.
+        return ScanRecord(
+            source,
+            line,
+            record_id or response.request_id,
+            layout,
+            response.provider,
+            response.model,
+            finish.value,
+            response.raw_finish_reason,
+            None,
+            None,
+            None,
+            None,
+            response.served_by_fallback,
+            None,
+            tokens_in,
+            tokens_out,
+        )
+    stop = response.stop_details
+    category = explanation = recommended = None
+    if stop is not None:
+        category = stop.category or (", ".join(stop.categories) if stop.categories else None)
+        explanation = stop.explanation
+        recommended = stop.recommended_model
+    # A refusal's content is its message, unless it is an answer the refusal cut off.
+    if (
+        explanation is None
+        and finish is FinishReason.REFUSAL
+        and response.content
+        and not response.cut_off
+    ):
+        explanation = _bounded(response.content) or None
+    if explanation is None and response.error is not None and response.error.message:
+        explanation = _bounded(response.error.message) or None
+    stage: Stage = "output" if response.cut_off else "prompt"
+    return ScanRecord(
+        source,
+        line,
+        record_id or response.request_id,
+        layout,
+        response.provider,
+        response.model,
+        finish.value,
+        response.raw_finish_reason,
+        category,
+        explanation,
+        notice(response),
+        stage,
+        response.served_by_fallback,
+        recommended,
+        tokens_in,
+        tokens_out,
+    )
+
+
+def _normalize(body: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:
+    try:
+        return normalize(body, provider=provider, status=status)
+    except NormalizeError as exc:
+        # The list of every known wire format that follows adds nothing per line.
+        raise BadRecord(str(exc).split("; expected ", 1)[0]) from None
+
+
+def _status_only(provider: str, raw: str | None) -> LLMResponse:
+    # A batch request that produced no response at all (cancelled, expired, failed).
+    return LLMResponse(finish_reason=FinishReason.ERROR, raw_finish_reason=raw, provider=provider)
+
+
+def openai_batch_response(obj: JsonObject) -> tuple[LLMResponse, str | None]:
+    """The response in one OpenAI Batch output line, and its `custom_id`.
+
+    `{custom_id, response: {status_code, request_id, body}, error}`; `body` is a Chat
+    Completions or Responses object, or an error body when `status_code` is 400 or more.
+    """
+    custom_id = _text(obj.get("custom_id"))
+    wrapped = obj.get("response")
+    if isinstance(wrapped, dict) and isinstance(wrapped.get("body"), dict | str):
+        body = wrapped["body"]
+        status = wrapped.get("status_code")
+        if type(status) is int and status >= 400:
+            response = _normalize(body, provider="openai", status=status)
+        else:
+            try:
+                response = normalize(body)
+            except NormalizeError:
+                response = _normalize(body, provider="openai")
+        if response.request_id is None:
+            response.request_id = _text(wrapped.get("request_id"))
+        return response, custom_id
+    error = obj.get("error")
+    if isinstance(error, dict):
+        return _status_only("openai", _text(error.get("code")) or "error"), custom_id
+    raise BadRecord("an OpenAI Batch line without a response body or an error")
+
+
+def anthropic_batch_response(obj: JsonObject) -> tuple[LLMResponse, str | None]:
+    """The response in one Anthropic Message Batches result line, and its `custom_id`.
+
+    `{custom_id, result: {type: succeeded | errored | canceled | expired, message | error}}`.
+    """
+    custom_id = _text(obj.get("custom_id"))
+    result = obj.get("result")
+    kind = result.get("type") if isinstance(result, dict) else None
+    if kind == "succeeded" and isinstance(result, dict) and isinstance(result.get("message"), dict):
+        return _normalize(result["message"], provider="anthropic"), custom_id
+    if kind == "errored" and isinstance(result, dict) and isinstance(result.get("error"), dict):
+        error = result["error"]
+        inner = error.get("error")
+        error_type = inner.get("type") if isinstance(inner, dict) else error.get("type")
+        status = _ANTHROPIC_ERROR_STATUS.get(error_type) if isinstance(error_type, str) else None
+        return _normalize(error, provider="anthropic", status=status or 500), custom_id
+    if kind in ("canceled", "expired"):
+        return _status_only("anthropic", kind), custom_id
+    raise BadRecord(f"an Anthropic batch result of unknown type {kind!r}")
+
+
+class ExecRun:
+    """One `exec --json` run being read, from `thread.started` on."""
+
+    __slots__ = ("completed", "line", "model", "refusal", "thread_id")
+
+    def __init__(self, line: int, event: JsonObject) -> None:
+        self.line = line
+        self.thread_id = _text(event.get("thread_id"))
+        self.model = _text(event.get("model"))
+        self.refusal: JsonObject | None = None
+        self.completed: JsonObject | None = None
+
+    def record(self, source: str) -> ScanRecord:
+        """The verdict on the run, from its session `refusal` event and `thread.completed`."""
+        done = self.completed or {}
+        refusal = self.refusal
+        raw_usage = done.get("usage")
+        usage: JsonObject = raw_usage if isinstance(raw_usage, dict) else {}
+        provider, model = _split_model(self.model)
+        finish: str
+        if refusal is not None:
+            kind = refusal.get("kind")
+            finish = kind if kind in ("refusal", "content_filter") else "refusal"
+            categories = refusal.get("categories")
+            category = _text(refusal.get("category")) or (
+                ", ".join(c for c in categories if isinstance(c, str))
+                if isinstance(categories, list) and categories
+                else None
+            )
+            return ScanRecord(
+                source,
+                self.line,
+                self.thread_id,
+                "exec-events",
+                _text(refusal.get("provider")) or provider,
+                _text(refusal.get("original_model")) or model,
+                finish,
+                _text(refusal.get("raw_stop_reason")),
+                category,
+                _text(refusal.get("explanation")),
+                _text(refusal.get("notice")),
+                "prompt" if not refusal.get("retracted_item_ids") else "output",
+                refusal.get("served_by_fallback") is True,
+                _text(refusal.get("recommended_model")),
+                _int(usage.get("input_tokens")),
+                _int(usage.get("output_tokens")),
+            )
+        stop = _text(done.get("stop_reason"))
+        outcome = _text(done.get("outcome_code"))
+        raw: str | None
+        if self.completed is None:
+            finish, raw = "error", "incomplete"
+        elif outcome in _OUTCOME_FINISH and outcome != "success":
+            finish, raw = _OUTCOME_FINISH[outcome], outcome
+        else:
+            finish = stop if stop in _FINISH_VALUES else _OUTCOME_FINISH.get(outcome or "", "error")
+            raw = stop or outcome
+        return ScanRecord(
+            source,
+            self.line,
+            self.thread_id,
+            "exec-events",
+            provider,
+            model,
+            finish,
+            raw,
+            None,
+            None,
+            None,
+            None,
+            False,
+            None,
+            _int(usage.get("input_tokens")),
+            _int(usage.get("output_tokens")),
+        )
+
+
+def _split_model(value: str | None) -> tuple[str | None, str | None]:
+    # exec names models PROVIDER:MODEL.
+    if value and ":" in value:
+        provider, _, model = value.partition(":")
+        return provider or None, model or None
+    return None, value
+
+
+class Classifier:
+    """Classifies the decoded lines of one file (or one part of it), in order.
+
+    `layout` is the file's layout (`jsonl`, `openai-batch`, `anthropic-batch`,
+    `exec-events`, `json`); with `forced` every line must be of that layout, else each
+    line is recognised by its shape, so mixed files work.
+    """
+
+    __slots__ = ("_run", "forced", "layout", "source")
+
+    def __init__(self, source: str, layout: str, *, forced: bool = False) -> None:
+        self.source = source
+        self.layout = layout
+        self.forced = forced
+        self._run: ExecRun | None = None
+
+    def classify(self, obj: Any, line: int) -> ScanRecord | None:
+        """The record a decoded line completes (None for an event inside a run)."""
+        if type(obj) is not dict:
+            raise BadRecord(f"expected a JSON object, got {type(obj).__name__}")
+        layout = self.layout if self.forced else self._shape(obj)
+        if layout == "openai-batch":
+            response, custom_id = openai_batch_response(obj)
+        elif layout == "anthropic-batch":
+            response, custom_id = anthropic_batch_response(obj)
+        elif layout == "exec-events":
+            return self._exec_event(obj, line)
+        else:
+            response, custom_id = _normalize(obj), None
+        return record_from_response(
+            response, source=self.source, line=line, layout=layout, record_id=custom_id
+        )
+
+    def _shape(self, obj: JsonObject) -> str:
+        if "custom_id" in obj:
+            if "result" in obj:
+                return "anthropic-batch"
+            if "response" in obj or "error" in obj:
+                return "openai-batch"
+        kind = obj.get("type")
+        if type(kind) is str and (
+            kind in _EXEC_TYPES or kind == "refusal" or kind.startswith("item.")
+        ):
+            return "exec-events"
+        return "json" if self.layout == "json" else "jsonl"
+
+    def _exec_event(self, event: JsonObject, line: int) -> ScanRecord | None:
+        kind = event.get("type")
+        if kind == "thread.started":
+            previous = self.finish()
+            self._run = ExecRun(line, event)
+            return previous
+        run = self._run
+        if run is None:
+            if kind in {"refusal", "thread.completed"}:
+                raise BadRecord(f"a {kind} event before any thread.started")
+            return None  # events of a run whose start is in an earlier part of the log
+        if kind == "refusal" and event.get("scope", "session") == "session":
+            run.refusal = event
+        elif kind == "thread.completed":
+            run.completed = event
+            self._run = None
+            return run.record(self.source)
+        return None
+
+    def finish(self) -> ScanRecord | None:
+        """The record of a run the log ended inside (it never completed), if any."""
+        run, self._run = self._run, None
+        return run.record(self.source) if run is not None else None

@@ -1,0 +1,196 @@
+"""Engines: run scan tasks in this process, on local processes, or on a Dask cluster.
+
+Each task returns a partial `Summary`; merging is associative and commutative, so the
+result is the same whatever the number of processes or the order tasks finish in.
+Records (for `--json`, `--csv`, `--parquet`, `--resubmit`) reach the caller in file
+and line order: a worker process spools its task's records to a temporary file, read
+back in task order, so memory stays bounded however large a task is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+import orjson
+
+from refusals.scan._record import ScanRecord
+from refusals.scan._sources import Sink, Task, TaskResult, expand_paths, plan, run_task
+from refusals.scan._summary import Problem, Summary
+
+Progress = Callable[[int, int], None]
+"""Called with the bytes and records done so far, as tasks finish."""
+
+
+def default_jobs() -> int:
+    """All the cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _pool_task(task: Task, spool_dir: str | None) -> TaskResult:
+    """Run one task in a worker process; spool its records when they are wanted."""
+    if spool_dir is None:
+        return run_task(task)
+    handle, path = tempfile.mkstemp(prefix="scan-", suffix=".jsonl", dir=spool_dir)
+    with os.fdopen(handle, "wb", buffering=1024 * 1024) as spool:
+        dumps = orjson.dumps
+        write = spool.write
+
+        def sink(record: ScanRecord) -> None:
+            write(dumps(record.row()) + b"\n")
+
+        result = run_task(task, sink)
+    result.spool = path
+    return result
+
+
+def _replay(result: TaskResult, line_base: int, sink: Sink) -> None:
+    assert result.spool is not None
+    try:
+        with open(result.spool, "rb") as spool:
+            for line in spool:
+                row: list[Any] = orjson.loads(line)
+                row[1] += line_base
+                sink(ScanRecord(*row))
+    finally:
+        os.unlink(result.spool)
+
+
+def scan_local(
+    paths: Iterable[str],
+    *,
+    layout: str = "auto",
+    jobs: int | None = None,
+    sink: Sink | None = None,
+    progress: Progress | None = None,
+    chunk_bytes: int | None = None,
+) -> Summary:
+    """Scan files and directories on this machine with `jobs` processes (all cores).
+
+    `sink` receives every record in file and line order. Unreadable files and bad
+    records are counted in the summary's problems; nothing aborts the scan.
+    """
+    jobs = jobs or default_jobs()
+    summary = Summary()
+    options = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    items = list(plan(paths, layout, **options))
+    tasks = [item for item in items if isinstance(item, Task)]
+    for item in items:
+        if isinstance(item, Problem):
+            summary.add_problem(item)
+    bases: dict[str, int] = {}
+    done_bytes = 0
+
+    def absorb(result: TaskResult, replayed: bool) -> None:
+        nonlocal done_bytes
+        path = result.task.path
+        base = bases.get(path, 0) if result.task.part else 0
+        if replayed and base:
+            result.summary.shift_lines(base)
+        bases[path] = base + result.lines
+        summary.merge(result.summary)
+        done_bytes += result.task.size
+        if progress is not None:
+            progress(done_bytes, summary.records)
+
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            base = bases.get(task.path, 0) if task.part else 0
+            absorb(run_task(task, sink, base), replayed=False)
+        return summary
+    spool_dir = tempfile.mkdtemp(prefix="refusals-scan-") if sink is not None else None
+    try:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            # A bounded window of tasks in flight, taken back in order: records keep
+            # their file order and finished results never pile up in memory.
+            window: deque[Future[TaskResult]] = deque()
+            pending = iter(tasks)
+            for task in pending:
+                window.append(pool.submit(_pool_task, task, spool_dir))
+                if len(window) >= 2 * jobs:
+                    _take(window.popleft().result(), bases, sink, absorb)
+            while window:
+                _take(window.popleft().result(), bases, sink, absorb)
+    finally:
+        if spool_dir is not None:
+            for name in os.listdir(spool_dir):
+                os.unlink(os.path.join(spool_dir, name))
+            os.rmdir(spool_dir)
+    return summary
+
+
+def _take(
+    result: TaskResult,
+    bases: dict[str, int],
+    sink: Sink | None,
+    absorb: Callable[[TaskResult, bool], None],
+) -> None:
+    if sink is not None and result.spool is not None:
+        base = bases.get(result.task.path, 0) if result.task.part else 0
+        _replay(result, base, sink)
+    absorb(result, True)
+
+
+def summarize_file(path: str, layout: str = "auto") -> Summary:
+    """The summary of one file, whole (the unit of work of a distributed scan).
+
+    Import this from Ray, Spark or any job runner: summaries of any files, merged with
+    `Summary.merge` in any order, equal one scan over all of them.
+    """
+    summary = Summary()
+    for item in plan([path], layout, chunk_bytes=2**62):
+        if isinstance(item, Problem):
+            summary.add_problem(item)
+        else:
+            summary.merge(run_task(item).summary)
+    return summary
+
+
+def scan_dask(
+    paths: Iterable[str],
+    scheduler: Any,
+    *,
+    layout: str = "auto",
+    progress: Progress | None = None,
+) -> Summary:
+    """Scan on a Dask cluster: one task per file, partial summaries merged as they finish.
+
+    `scheduler` is a scheduler address (`tcp://host:8786`) or a `distributed.Client`.
+    Every worker needs `refusals` installed and the files at the same paths.
+    """
+    # Imported here: the dask extra is optional, and its API is untyped.
+    distributed: Any = importlib.import_module("distributed")
+
+    files = list(expand_paths(paths))
+    owned = not isinstance(scheduler, distributed.Client)
+    client = distributed.Client(scheduler) if owned else scheduler
+    try:
+        futures = client.map(summarize_file, files, layout=layout, pure=False)
+        summary = Summary()
+        done_bytes = 0
+        sizes = dict(zip([f.key for f in futures], [_size(p) for p in files], strict=True))
+        for future in distributed.as_completed(futures):
+            summary.merge(future.result())
+            done_bytes += sizes.get(future.key, 0)
+            if progress is not None:
+                progress(done_bytes, summary.records)
+            future.release()
+        return summary
+    finally:
+        if owned:
+            client.close()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

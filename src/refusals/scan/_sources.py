@@ -1,0 +1,342 @@
+"""Reading recorded logs: compression, layout recognition, and tasks over byte ranges.
+
+Files are read as streams (gzip and zstd transparently), line by line, so memory does
+not grow with the file. A large uncompressed line-oriented file is split into byte
+ranges that processes scan in parallel; each range owns the lines that start inside it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import orjson
+
+from refusals.scan._classify import BadRecord, Classifier, record_from_response
+from refusals.scan._record import ScanRecord
+from refusals.scan._summary import Problem, Summary
+from refusals.transport.streams import StreamDecoder, sniff_framing
+
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+CHUNK_BYTES = 16 * 1024 * 1024
+"""Uncompressed line-oriented files larger than this are scanned in parts this size."""
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+"""A single JSON document larger than this is reported, not read into memory."""
+READ_BYTES = 1024 * 1024
+
+LINE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch", "exec-events"})
+# Parts of a file scanned apart must not share state; an exec run spans lines.
+SPLITTABLE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch"})
+
+_SCANNED_SUFFIXES = (".json", ".jsonl", ".ndjson", ".sse", ".txt", ".log", ".events")
+_COMPRESSED_SUFFIXES = (".gz", ".zst", ".zstd")
+
+# The first event of a stream recorded one JSON object per line.
+_STREAM_EVENT_TYPES = frozenset(
+    {"message_start", "content_block_start", "content_block_delta", "ping", "message_delta"}
+)
+
+# Cohere v2 stream event types: message-start, content-delta, tool-call-start, ...
+_COHERE_STREAM_PREFIXES = ("message-", "content-", "tool-call-", "tool-plan-", "citation-")
+# Bedrock Converse stream events, decoded from the AWS event-stream into JSON lines.
+_BEDROCK_STREAM_KEYS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta"})
+
+Sink = Callable[[ScanRecord], None]
+
+
+class UnreadableFile(Exception):
+    """A file that cannot be opened, decompressed or read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One unit of work: a whole file, or the lines starting in [start, end) of one."""
+
+    path: str
+    layout: str
+    forced: bool = False
+    start: int = 0
+    end: int | None = None
+    part: int = 0
+    size: int = 0
+
+
+@dataclass(slots=True)
+class TaskResult:
+    """What one task found; `lines` is the number of lines it read (for line offsets)."""
+
+    task: Task
+    summary: Summary
+    lines: int
+    spool: str | None = None
+
+
+def open_stream(path: str) -> tuple[IO[bytes], str]:
+    """`path` opened for reading, decompressed, and its compression (`gzip`, `zstd`, ``)."""
+    try:
+        raw = io.BufferedReader(io.FileIO(path, "rb"), READ_BYTES)
+    except OSError as exc:
+        raise UnreadableFile(exc.strerror or str(exc)) from None
+    try:
+        magic = raw.peek(4)[:4]
+    except OSError as exc:
+        raw.close()
+        raise UnreadableFile(exc.strerror or str(exc)) from None
+    if magic.startswith(GZIP_MAGIC):
+        return gzip.GzipFile(fileobj=raw, mode="rb"), "gzip"  # type: ignore[return-value]
+    if magic == ZSTD_MAGIC:
+        try:
+            import zstandard  # noqa: PLC0415 - optional, only for zstd files
+        except ImportError:
+            raw.close()
+            raise UnreadableFile(
+                "zstd-compressed; install the zstd extra: pip install 'refusals[zstd]'"
+            ) from None
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return io.BufferedReader(reader, READ_BYTES), "zstd"
+    return raw, ""
+
+
+def _read_error(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "the compressed file is truncated (ended before its end-of-stream marker)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"cannot decompress: {exc}"
+
+
+def _is_stream_event(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    if isinstance(kind, str) and (
+        kind in _STREAM_EVENT_TYPES or kind.startswith(("response.", *_COHERE_STREAM_PREFIXES))
+    ):
+        return True
+    if obj.get("object") == "chat.completion.chunk" or "event_type" in obj:
+        return True
+    return not _BEDROCK_STREAM_KEYS.isdisjoint(obj)
+
+
+def sniff_layout(head: bytes) -> str:
+    """The layout of a file from its first bytes (decompressed)."""
+    if sniff_framing(head[:12]) == "event-stream":
+        return "stream"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text.startswith((b"data:", b"event:", b":", b"id:", b"retry:", b"[")):
+        return "stream"
+    if not text.startswith(b"{"):
+        return "jsonl"  # each line is then reported as a bad record
+    lines = [line for line in text.split(b"\n") if line.strip()]
+    try:
+        first = orjson.loads(lines[0])
+    except orjson.JSONDecodeError:
+        # A document spread over lines, unless its later lines are records of their own.
+        for line in lines[1:3]:
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return "json"
+            return "jsonl"
+        return "json"
+    if _is_stream_event(first):
+        return "stream"
+    if isinstance(first, dict):
+        if "custom_id" in first and "result" in first:
+            return "anthropic-batch"
+        if "custom_id" in first and ("response" in first or "error" in first):
+            return "openai-batch"
+        kind = first.get("type")
+        if isinstance(kind, str) and kind.startswith(("thread.", "turn.", "item.", "refusal")):
+            return "exec-events"
+    return "jsonl"
+
+
+def file_layout(path: str) -> tuple[str, str]:
+    """The layout and compression of the file at `path` (raises `UnreadableFile`)."""
+    stream, compression = open_stream(path)
+    try:
+        head = stream.read(64 * 1024)
+    except (OSError, EOFError, ValueError) as exc:
+        raise UnreadableFile(_read_error(exc)) from None
+    except Exception as exc:  # zstandard raises its own error type
+        raise UnreadableFile(_read_error(exc)) from None
+    finally:
+        stream.close()
+    return sniff_layout(head), compression
+
+
+def expand_paths(paths: Iterable[str]) -> Iterator[str]:
+    """Files named, and the log files under directories named, in a stable order."""
+    for path in paths:
+        if os.path.isdir(path):
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    base = name
+                    for suffix in _COMPRESSED_SUFFIXES:
+                        base = base.removesuffix(suffix)
+                    if base.endswith(_SCANNED_SUFFIXES) and not name.startswith("."):
+                        yield os.path.join(root, name)
+        else:
+            yield path
+
+
+def plan(
+    paths: Iterable[str], layout: str = "auto", chunk_bytes: int = CHUNK_BYTES
+) -> Iterator[Task | Problem]:
+    """The tasks that scan `paths`, or a `Problem` for a file that cannot be read."""
+    for path in expand_paths(paths):
+        try:
+            size = os.path.getsize(path)
+            found, compression = file_layout(path)
+        except (OSError, UnreadableFile) as exc:
+            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            yield Problem(path, 0, message or "cannot read the file")
+            continue
+        forced = layout != "auto"
+        chosen = layout if forced else found
+        if compression or chosen not in SPLITTABLE_LAYOUTS or size <= chunk_bytes:
+            yield Task(path, chosen, forced, 0, None, 0, size)
+            continue
+        for part, start in enumerate(range(0, size, chunk_bytes)):
+            end = min(start + chunk_bytes, size)
+            yield Task(path, chosen, forced, start, end, part, end - start)
+
+
+def _lines(stream: IO[bytes], task: Task) -> Iterator[bytes]:
+    if task.end is None:
+        yield from stream
+        return
+    position = task.start
+    if position > 0:
+        # The line running across `start` belongs to the part before.
+        stream.seek(position - 1)
+        position += len(stream.readline()) - 1
+    end = task.end
+    while position < end:
+        line = stream.readline()
+        if not line:
+            return
+        position += len(line)
+        yield line
+
+
+def run_task(task: Task, sink: Sink | None = None, line_base: int = 0) -> TaskResult:
+    """Scan one task: count its records, and hand each to `sink` when given.
+
+    Lines are numbered from `line_base + 1`. A bad record or an unreadable part of the
+    file is counted as a problem; the scan goes on.
+    """
+    summary = Summary()
+    if task.layout == "stream":
+        record = _scan_stream(task, summary)
+        if record is not None:
+            summary.add(record)
+            if sink is not None:
+                sink(record)
+        return TaskResult(task, summary, 1)
+    if task.layout == "json":
+        return TaskResult(task, summary, _scan_document(task, summary, sink))
+    return TaskResult(task, summary, _scan_lines(task, summary, sink, line_base))
+
+
+def _scan_lines(task: Task, summary: Summary, sink: Sink | None, line_base: int) -> int:
+    source = task.path
+    classifier = Classifier(source, task.layout, forced=task.forced)
+    classify = classifier.classify
+    loads = orjson.loads
+    add = summary.add
+    number = line_base
+    try:
+        stream, _ = open_stream(source)
+    except UnreadableFile as exc:
+        summary.add_problem(Problem(source, 0, str(exc)))
+        return 0
+    try:
+        for line in _lines(stream, task):
+            number += 1
+            try:
+                record = classify(loads(line), number)
+            except orjson.JSONDecodeError as exc:
+                if not line.strip():
+                    continue
+                summary.add_problem(Problem(source, number, f"not JSON: {exc}"))
+                continue
+            except BadRecord as exc:
+                summary.add_problem(Problem(source, number, str(exc)))
+                continue
+            if record is not None:
+                add(record)
+                if sink is not None:
+                    sink(record)
+    except Exception as exc:  # a truncated or corrupt compressed stream
+        summary.add_problem(Problem(source, 0, f"{_read_error(exc)} (after line {number})"))
+    finally:
+        stream.close()
+    record = classifier.finish()
+    if record is not None:
+        add(record)
+        if sink is not None:
+            sink(record)
+    return number - line_base
+
+
+def _scan_document(task: Task, summary: Summary, sink: Sink | None) -> int:
+    source = task.path
+    try:
+        stream, _ = open_stream(source)
+        try:
+            data = stream.read(MAX_DOCUMENT_BYTES + 1)
+        finally:
+            stream.close()
+    except Exception as exc:
+        summary.add_problem(Problem(source, 0, _read_error(exc)))
+        return 0
+    if len(data) > MAX_DOCUMENT_BYTES:
+        summary.add_problem(Problem(source, 0, "a single JSON document over 256 MiB"))
+        return 0
+    try:
+        record = Classifier(source, "json", forced=task.forced).classify(orjson.loads(data), 1)
+    except orjson.JSONDecodeError as exc:
+        summary.add_problem(Problem(source, 1, f"not JSON: {exc}"))
+        return 1
+    except BadRecord as exc:
+        summary.add_problem(Problem(source, 1, str(exc)))
+        return 1
+    if record is not None:
+        summary.add(record)
+        if sink is not None:
+            sink(record)
+    return 1
+
+
+def _scan_stream(task: Task, summary: Summary) -> ScanRecord | None:
+    source = task.path
+    decoder = StreamDecoder()
+    try:
+        stream, _ = open_stream(source)
+    except UnreadableFile as exc:
+        summary.add_problem(Problem(source, 0, str(exc)))
+        return None
+    try:
+        while chunk := stream.read(READ_BYTES):
+            decoder.feed(chunk)
+        decoder.close()
+    except Exception as exc:
+        summary.add_problem(Problem(source, 0, _read_error(exc)))
+        return None
+    finally:
+        stream.close()
+    if decoder.events_seen == 0:
+        response = decoder.response
+        message = response.error.message if response.error is not None else None
+        summary.add_problem(Problem(source, 1, message or "no stream events found"))
+        return None
+    return record_from_response(decoder.response, source=source, line=1, layout="stream")

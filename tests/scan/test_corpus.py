@@ -1,0 +1,84 @@
+"""`scan_local` on a generated corpus of every layout gets the ground-truth counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from refusals.scan import ScanRecord, Summary, scan_local
+from refusals.scan.corpus import Truth
+
+
+def _groups(summary: Summary) -> dict[tuple[str | None, ...], int]:
+    return {key: row[0] for key, row in summary.groups.items()}
+
+
+def test_every_layout_is_counted_as_its_ground_truth(corpus: tuple[Path, Truth]) -> None:
+    root, truth = corpus
+    summary = scan_local([str(root)], jobs=1)
+    assert summary.records == truth.records
+    assert summary.by_finish == truth.by_finish()
+    assert _groups(summary) == dict(truth.groups)
+    assert summary.bad_records == truth.bad_records
+    assert summary.file_errors == 0
+    assert summary.totals()["fallbacks"] == truth.fallbacks
+
+
+def test_records_of_every_layout_appear(corpus: tuple[Path, Truth]) -> None:
+    root, _ = corpus
+    layouts: set[str] = set()
+    scan_local([str(root)], jobs=1, sink=lambda record: layouts.add(record.layout))
+    assert layouts == {"openai-batch", "anthropic-batch", "jsonl", "json", "stream", "exec-events"}
+
+
+def test_parts_and_processes_give_the_same_summary_and_records(
+    corpus: tuple[Path, Truth],
+) -> None:
+    root, _ = corpus
+    one: list[ScanRecord] = []
+    many: list[ScanRecord] = []
+    alone = scan_local([str(root)], jobs=1, sink=one.append)
+    # 64 KiB parts split the plain batch file into several tasks across two processes.
+    split = scan_local([str(root)], jobs=2, sink=many.append, chunk_bytes=64 * 1024)
+    assert split == alone
+    assert [r.row() for r in many] == [r.row() for r in one]
+
+
+def test_bad_records_are_reported_with_the_file_and_line_that_hold_them(
+    corpus: tuple[Path, Truth],
+) -> None:
+    root, truth = corpus
+    summary = scan_local([str(root)], jobs=2, chunk_bytes=64 * 1024)
+    assert len(summary.problems) == truth.bad_records
+    plain = root / "batches" / "openai-batch-output.jsonl"
+    lines = plain.read_bytes().split(b"\n")
+    found = {lines[p.line - 1] for p in summary.problems if p.source == str(plain)}
+    assert found == {b"this line is not JSON", b"[1, 2, 3]"}
+
+
+def test_record_lines_point_at_the_record_they_describe(corpus: tuple[Path, Truth]) -> None:
+    root, _ = corpus
+    plain = root / "batches" / "openai-batch-output.jsonl"
+    lines = plain.read_bytes().split(b"\n")
+    records: list[ScanRecord] = []
+    scan_local([str(plain)], jobs=2, sink=records.append, chunk_bytes=32 * 1024)
+    assert len(records) > 300
+    for record in records:
+        assert orjson.loads(lines[record.line - 1])["custom_id"] == record.id
+
+
+def test_the_refused_batch_requests_with_a_recommended_model_are_found(
+    corpus: tuple[Path, Truth],
+) -> None:
+    root, truth = corpus
+    records: list[ScanRecord] = []
+    scan_local([str(root)], jobs=1, sink=records.append)
+    candidates = [
+        r
+        for r in records
+        if r.finish_reason == "refusal" and r.recommended_model and r.layout.endswith("batch")
+    ]
+    assert truth.resubmit > 0
+    assert len(candidates) == truth.resubmit
+    assert {r.recommended_model for r in candidates} == {"claude-fable-5"}
