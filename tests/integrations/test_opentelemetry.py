@@ -21,7 +21,8 @@ from refusals.integrations.opentelemetry import (
     enrich_span,
     span_attributes,
 )
-from tests.integrations._fixture_server import FIXTURES, Reply, serve
+from refusals.mock import MockServer
+from tests.integrations._fixture_server import FIXTURES
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def test_a_span_that_is_not_recording_is_left_alone() -> None:
 def test_calls_through_the_transport_enrich_the_active_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    with serve({"refuse": Reply.fixture("openai-chat/refusal.json")}) as server:
+    with MockServer() as server:
         http = httpx2.Client(
             transport=RefusalTransport(httpx2.HTTPTransport(), on_verdict=enrich_current_span),
             timeout=10,
@@ -122,9 +123,9 @@ def test_calls_through_the_transport_enrich_the_active_span(
         client = openai.OpenAI(
             api_key="test", base_url=server.base_url + "/v1", http_client=http, max_retries=0
         )
-        with provider.get_tracer("test").start_as_current_span("chat refuse"):
+        with provider.get_tracer("test").start_as_current_span("chat mock-refusal"):
             completion = client.chat.completions.create(
-                model="refuse", messages=[{"role": "user", "content": "hello"}]
+                model="mock-refusal", messages=[{"role": "user", "content": "hello"}]
             )
         http.close()
     (span,) = exporter.get_finished_spans()
@@ -132,3 +133,4 @@ def test_calls_through_the_transport_enrich_the_active_span(
     assert attributes["refusals.finish_reason"] == "refusal"
     assert attributes["refusals.explanation"] == completion.choices[0].message.refusal
     assert attributes["refusals.notice"] == notice(normalize(completion))
+    assert server.app.count(model="mock-refusal") == 1
