@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from refusals.mock.wire._base import Wire
 from refusals.mock.wire.anthropic import AnthropicWire
+from refusals.mock.wire.bedrock import BedrockWire
+from refusals.mock.wire.gemini import GeminiWire
 from refusals.mock.wire.openai_chat import WIRE_NAMES as CHAT_WIRES
 from refusals.mock.wire.openai_chat import ChatWire
 from refusals.mock.wire.openai_responses import ResponsesWire
@@ -12,6 +14,9 @@ WIRES: dict[str, Wire] = {
     "anthropic": AnthropicWire(),
     **{name: ChatWire(name) for name in CHAT_WIRES},
     "openai-responses": ResponsesWire(),
+    "gemini": GeminiWire("gemini"),
+    "vertex": GeminiWire("vertex"),
+    "bedrock": BedrockWire(),
 }
 """Wire name → its writer."""
 
