@@ -5,7 +5,9 @@ from __future__ import annotations
 from refusals.mock.wire._base import Wire
 from refusals.mock.wire.anthropic import AnthropicWire
 from refusals.mock.wire.bedrock import BedrockWire
+from refusals.mock.wire.cohere import CohereWire
 from refusals.mock.wire.gemini import GeminiWire
+from refusals.mock.wire.ollama import OllamaWire
 from refusals.mock.wire.openai_chat import WIRE_NAMES as CHAT_WIRES
 from refusals.mock.wire.openai_chat import ChatWire
 from refusals.mock.wire.openai_responses import ResponsesWire
@@ -17,6 +19,8 @@ WIRES: dict[str, Wire] = {
     "gemini": GeminiWire("gemini"),
     "vertex": GeminiWire("vertex"),
     "bedrock": BedrockWire(),
+    "cohere": CohereWire(),
+    "ollama": OllamaWire(),
 }
 """Wire name → its writer."""
 
