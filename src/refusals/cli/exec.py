@@ -89,7 +89,8 @@ def read_prompt(prompt: str | None, stdin: IO[str]) -> str:
     if prompt is None or prompt == "-":
         if prompt is None and stdin.isatty():
             raise UsageError("no prompt given; pass it as an argument, or '-' to read stdin")
-        prompt = stdin.read()
+        # `echo TASK |` ends the prompt with a newline that is not part of the task.
+        prompt = stdin.read().rstrip()
     if not prompt.strip():
         raise UsageError("the prompt is empty; pass the task as an argument or on stdin")
     return prompt
