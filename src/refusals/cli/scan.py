@@ -62,9 +62,19 @@ def _parse_rate(value: str | None) -> float | None:
 
 
 class _ProgressBar:
-    """Bytes and records per second on stderr while the scan runs."""
+    """Bytes and records per second on stderr while the scan runs.
+
+    A live bar on a terminal; elsewhere (a CI log) one plain line a second at most.
+    """
 
     def __init__(self, total_bytes: int) -> None:
+        self._start = time.monotonic()
+        self._last = 0.0
+        self._total = total_bytes
+        self._line = ""
+        self._progress: Any = None
+        if not sys.stderr.isatty():
+            return
         from rich.console import Console  # noqa: PLC0415 - only when shown
         from rich.progress import (  # noqa: PLC0415
             BarColumn,
@@ -75,7 +85,6 @@ class _ProgressBar:
             TransferSpeedColumn,
         )
 
-        self._start = time.monotonic()
         self._progress = Progress(
             BarColumn(),
             DownloadColumn(),
@@ -89,15 +98,26 @@ class _ProgressBar:
         self._progress.start()
 
     def __call__(self, done_bytes: int, records: int) -> None:
-        elapsed = max(time.monotonic() - self._start, 1e-9)
-        self._progress.update(
-            self._task,
-            completed=done_bytes,
-            description=f"{records} records, {records / elapsed:,.0f} records/s",
+        now = time.monotonic()
+        elapsed = max(now - self._start, 1e-9)
+        rates = f"{records} records, {records / elapsed:,.0f} records/s"
+        if self._progress is not None:
+            self._progress.update(self._task, completed=done_bytes, description=rates)
+            return
+        self._line = (
+            f"refusals scan: {done_bytes / 1e6:,.1f} of {self._total / 1e6:,.1f} MB, "
+            f"{done_bytes / 1e6 / elapsed:,.1f} MB/s, {rates}"
         )
+        if now - self._last >= 1.0:
+            self._last = now
+            click.echo(self._line, err=True)
+            self._line = ""
 
     def stop(self) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()
+        elif self._line:
+            click.echo(self._line, err=True)
 
 
 def _total_bytes(paths: tuple[str, ...]) -> int:

@@ -296,11 +296,12 @@ def render_problems(summary: Summary, console: Any) -> None:
 
     console.print(
         f"[bold yellow]{summary.bad_records} bad records, "
-        f"{summary.file_errors} unreadable files[/bold yellow] (skipped; the rest was scanned):"
+        f"{summary.file_errors} unreadable files[/bold yellow] (skipped; the rest was scanned):",
+        soft_wrap=True,
     )
     for problem in summary.problems:
         where = problem.source if problem.line == 0 else f"{problem.source}:{problem.line}"
-        console.print(Text(f"  {sanitize(where)}: {sanitize(problem.message)}"))
+        console.print(Text(f"  {sanitize(where)}: {sanitize(problem.message)}"), soft_wrap=True)
     shown = len(summary.problems)
     if summary.bad_records + summary.file_errors > shown:
         console.print(f"  ... and {summary.bad_records + summary.file_errors - shown} more")
@@ -328,7 +329,8 @@ def write_chart(summary: Summary, path: str) -> None:
     left.invert_yaxis()
     left.set_xlabel("% of the model's records")
     left.set_title("Refusal and filter rates by model")
-    left.legend(loc="lower right")
+    left.set_xlim(0, 115)
+    left.legend(loc="best")
     labels = [f"{r['category'] or '(none)'} ({r['finish_reason']})" for r in categories]
     rates = [100 * r["records"] / total if total else 0.0 for r in categories]
     colors = ["#c0392b" if r["finish_reason"] == "refusal" else "#8e44ad" for r in categories]

@@ -1,0 +1,141 @@
+"""`refusals scan` as a user runs it: outputs, exit codes and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+
+from refusals.scan import COLUMNS
+from refusals.scan.corpus import Truth
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", *args],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_table_states_the_totals(corpus: tuple[Path, Truth]) -> None:
+    root, truth = corpus
+    result = run(str(root), "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    by_finish = truth.by_finish()
+    refused, filtered = by_finish["refusal"], by_finish["content_filter"]
+    first = result.stdout.decode().splitlines()[0]
+    assert first == (
+        f"{truth.records} records: {refused} refused ({100 * refused / truth.records:.1f}%), "
+        f"{filtered} filtered ({100 * filtered / truth.records:.1f}%), "
+        f"{by_finish['error']} errors"
+    )
+    assert f"{truth.bad_records} bad records, 0 unreadable files" in result.stdout.decode()
+
+
+def test_json_prints_one_verdict_per_record(corpus: tuple[Path, Truth]) -> None:
+    root, truth = corpus
+    result = run(str(root), "--json")
+    assert result.returncode == 0, result.stderr
+    verdicts = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert len(verdicts) == truth.records
+    assert all(list(v) == list(COLUMNS) for v in verdicts)
+    assert sum(v["finish_reason"] == "refusal" for v in verdicts) == truth.by_finish()["refusal"]
+    # The problems go to stderr, so stdout stays one JSON object per line.
+    assert b"bad records" in result.stderr
+
+
+def test_csv_has_a_header_and_one_row_per_record(corpus: tuple[Path, Truth]) -> None:
+    root, truth = corpus
+    result = run(str(root), "--csv")
+    rows = list(csv.reader(io.StringIO(result.stdout.decode())))
+    assert tuple(rows[0]) == COLUMNS
+    assert len(rows) == truth.records + 1
+
+
+def test_parquet_holds_every_record(corpus: tuple[Path, Truth], tmp_path: Path) -> None:
+    root, truth = corpus
+    target = tmp_path / "verdicts.parquet"
+    result = run(str(root), "--parquet", str(target))
+    assert result.returncode == 0, result.stderr
+    table = pq.read_table(target)
+    assert table.num_rows == truth.records
+    assert tuple(table.column_names) == COLUMNS
+    finishes = table.column("finish_reason").to_pylist()
+    assert finishes.count("content_filter") == truth.by_finish()["content_filter"]
+
+
+def test_resubmit_lists_refused_batch_requests_with_their_recommended_model(
+    corpus: tuple[Path, Truth], tmp_path: Path
+) -> None:
+    root, truth = corpus
+    target = tmp_path / "resubmit.jsonl"
+    result = run(str(root), "--resubmit", str(target))
+    assert result.returncode == 0, result.stderr
+    lines = [orjson.loads(line) for line in target.read_bytes().splitlines()]
+    assert len(lines) == truth.resubmit
+    assert {line["recommended_model"] for line in lines} == {"claude-fable-5"}
+    assert all(line["custom_id"].startswith("request-") for line in lines)
+
+
+def test_the_chart_is_a_png_or_an_svg(corpus: tuple[Path, Truth], tmp_path: Path) -> None:
+    root, _ = corpus
+    png, svg = tmp_path / "rates.png", tmp_path / "rates.svg"
+    assert run(str(root), "--chart", str(png)).returncode == 0
+    assert run(str(root), "--chart", str(svg)).returncode == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = svg.read_text()
+    assert "<svg" in text
+    assert "Refusal and filter rates by model" in text
+
+
+def test_fail_on_rate_exits_1_only_above_the_rate(corpus: tuple[Path, Truth]) -> None:
+    root, truth = corpus
+    by_finish = truth.by_finish()
+    rate = (by_finish["refusal"] + by_finish["content_filter"]) / truth.records
+    above = run(str(root), "--fail-on-rate", f"{100 * rate - 1:.2f}%")
+    below = run(str(root), "--fail-on-rate", f"{rate + 0.01:.4f}")
+    assert above.returncode == 1
+    assert b"were refused or filtered, above --fail-on-rate" in above.stderr
+    assert below.returncode == 0
+
+
+def test_progress_shows_records_per_second_on_stderr(corpus: tuple[Path, Truth]) -> None:
+    root, _ = corpus
+    result = run(str(root), "--progress", "--json")
+    assert b"records/s" in result.stderr
+
+
+def test_bad_usage_gets_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    cases = [
+        ([str(tmp_path / "nope.jsonl")], b"does not exist"),
+        ([str(tmp_path), "--json", "--csv"], b"--json and --csv both print to standard output"),
+        ([str(tmp_path), "--chart", "x.pdf"], b"must end in .png or .svg"),
+        ([str(tmp_path), "--fail-on-rate", "lots"], b"expected a rate from 0 to 1"),
+        ([str(tmp_path), "--engine", "dask"], b"--engine dask needs --scheduler"),
+        ([str(tmp_path), "--scheduler", "tcp://x:1"], b"--scheduler works with --engine dask"),
+    ]
+    for args, message in cases:
+        result = run(*args)
+        assert result.returncode == 2, args
+        assert message in result.stderr, (args, result.stderr)
+        assert b"Traceback" not in result.stderr
+
+
+def test_provider_text_in_the_table_is_sanitised(tmp_path: Path) -> None:
+    body = orjson.loads((FIXTURES / "anthropic/vercel-refusal-cyber.json").read_bytes())
+    body["stop_details"]["explanation"] = "Blocked \x1b]0;owned\x07here."
+    body["model"] = "evil\x1b[2Jmodel"
+    (tmp_path / "r.json").write_bytes(orjson.dumps(body))
+    result = run(str(tmp_path))
+    assert result.returncode == 0
+    assert b"\x1b" not in result.stdout
+    assert b"Blocked here." in result.stdout
