@@ -26,6 +26,9 @@ JSON_KEYS = {
     "recommended_model",
     "notice",
     "content",
+    "categories",
+    "cut_off",
+    "error",
 }
 FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "pause", "refusal", "error"}
 # Every recorded body of ../shared/fixtures, copied byte for byte (see SOURCES.md there).
@@ -71,6 +74,8 @@ def test_every_recorded_body_gets_a_verdict_with_exactly_the_documented_keys(pat
 
 def test_the_bundled_example_reports_the_refusal_with_its_notice() -> None:
     data = inspect_json(Path(__file__).parents[2] / "examples" / "anthropic-refusal.json")
+    # The example shows a fallback recommendation: to another model than the one that declined.
+    assert data["model"] != data["recommended_model"]
     assert data == {
         "provider": "anthropic",
         "api": "messages",
@@ -80,14 +85,17 @@ def test_the_bundled_example_reports_the_refusal_with_its_notice() -> None:
         "category": "cyber",
         "explanation": "This request triggered restrictions on violative cyber content and was "
         "blocked under Anthropic's Usage Policy.",
+        "categories": ["cyber"],
         "model": "claude-fable-5",
         "served_by_fallback": False,
-        "recommended_model": "claude-fable-5",
+        "recommended_model": "claude-opus-4-8",
         "notice": "The model declined this request (category: cyber): this request triggered "
         "restrictions on violative cyber content and was blocked under Anthropic's Usage "
-        "Policy. A fallback to `claude-fable-5` was recommended but could not run. The request "
+        "Policy. A fallback to `claude-opus-4-8` was recommended but could not run. The request "
         "was not retried; rephrase it or switch models.",
         "content": None,
+        "cut_off": False,
+        "error": None,
     }
 
 
