@@ -218,6 +218,10 @@ class RefusalGuard:
     def __len__(self) -> int:
         return len(self._refused)
 
+    def __bool__(self) -> bool:
+        # A guard with nothing recorded yet is still a guard: `guard or default` keeps it.
+        return True
+
     def refused(self, identity: RequestIdentity) -> ResponseVerdict | None:
         """The verdict that refused this request, or None when it may be sent."""
         with self._lock:
