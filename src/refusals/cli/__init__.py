@@ -24,6 +24,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "inspect_command",
         "Show the verdict on a recorded response body, stream or HTTP error body.",
     ),
+    "mock-server": (
+        "refusals.cli.mock_server",
+        "mock_server_command",
+        "Serve every provider's wire format on 127.0.0.1, "
+        "with refusal, filter and fault scenarios.",
+    ),
     "scan": (
         "refusals.cli.scan",
         "scan_command",
