@@ -343,7 +343,7 @@ def sanitize_json(value: Any) -> Any:
     while stack:
         target, slot, item, depth = stack.pop()
         if isinstance(item, str):
-            target[slot] = _clean_text(item)
+            target[slot] = clean_text(item)
         elif isinstance(item, bool) or item is None or isinstance(item, float):
             target[slot] = item
         elif isinstance(item, int):
@@ -356,7 +356,7 @@ def sanitize_json(value: Any) -> Any:
                 cleaned: dict[str, Any] = {}
                 target[slot] = cleaned
                 for key, child in item.items():
-                    name = _clean_text(key) if isinstance(key, str) else str(key)
+                    name = clean_text(key) if isinstance(key, str) else str(key)
                     cleaned[name] = None
                     stack.append((cleaned, name, child, depth + 1))
             else:
@@ -369,7 +369,8 @@ def sanitize_json(value: Any) -> Any:
     return root[0]
 
 
-def _clean_text(text: str) -> str:
+def clean_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (the same object when it has none)."""
     return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 

@@ -8,14 +8,17 @@ the wire format from `provider` or from the body's shape, and dispatches.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
-from refusals.model import LLMResponse
+from refusals.model import LLMResponse, clean_text, loads_lenient, sanitize_json
 from refusals.providers import (
+    _headers,
     anthropic,
     bedrock,
     cohere,
@@ -26,7 +29,14 @@ from refusals.providers import (
 )
 from refusals.providers._common import JsonObject, NormalizeError, key_names, type_name
 
-__all__ = ["PROVIDERS", "NormalizeError", "decode_payload", "detect", "normalize"]
+__all__ = [
+    "PROVIDERS",
+    "NormalizeError",
+    "decode_payload",
+    "detect",
+    "normalize",
+    "provider_for_url",
+]
 
 PROVIDERS: tuple[str, ...] = (
     "anthropic",
@@ -66,13 +76,24 @@ def decode_payload(payload: Any) -> Any:
         except orjson.JSONDecodeError as exc:
             if not (payload.strip() if isinstance(payload, str) else bytes(payload).strip()):
                 raise NormalizeError(f"the payload is empty; expected {_EXPECTED}") from None
+            try:
+                # Escaped lone surrogates and bytes that are not UTF-8: the same payload
+                # with U+FFFD in their place, so odd text never changes a verdict.
+                return loads_lenient(payload)
+            except ValueError:
+                pass
             raise NormalizeError(f"the payload is not JSON ({exc}); expected {_EXPECTED}") from None
     if isinstance(payload, dict | list) or payload is None:
         return payload
     for method in ("model_dump", "to_dict"):
         dump: Callable[..., Any] | None = getattr(payload, method, None)
         if callable(dump):
-            return dump(mode="json") if method == "model_dump" else dump()
+            if method != "model_dump":
+                return dump()
+            if type(payload).__module__.startswith("google.genai"):
+                # google-genai's field names are snake_case, its aliases the wire's camelCase.
+                return dump(mode="json", by_alias=True, exclude_none=True)
+            return dump(mode="json")
     raise NormalizeError(f"cannot read a {type(payload).__name__}; expected {_EXPECTED}")
 
 
@@ -131,33 +152,154 @@ def _hint(body: JsonObject) -> ModuleType | None:
     return None
 
 
-def normalize(payload: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:
+_HOSTS: tuple[tuple[str, str], ...] = (
+    ("api.anthropic.com", "anthropic"),
+    ("api.openai.com", "openai"),
+    (".openai.azure.com", "azure"),
+    (".cognitiveservices.azure.com", "azure"),
+    (".services.ai.azure.com", "azure"),
+    ("openrouter.ai", "openrouter"),
+    ("api.deepseek.com", "deepseek"),
+    ("api.x.ai", "xai"),
+    ("api.groq.com", "groq"),
+    ("api.mistral.ai", "mistral"),
+    ("api.cohere.com", "cohere"),
+    ("api.cohere.ai", "cohere"),
+    ("generativelanguage.googleapis.com", "gemini"),
+    ("aiplatform.googleapis.com", "vertex"),
+    (".amazonaws.com", "bedrock"),
+)
+"""Host (or host suffix) → provider name, for `provider_for_url`."""
+
+
+def provider_for_url(url: str) -> str | None:
+    """The provider whose API a request URL points at, from its host; None for any other
+    host (an OpenAI-compatible server is recognised from the body instead).
+
+    Responses endpoints (`/responses`) of OpenAI and Azure are `openai-responses`.
+    """
+    parts = urlsplit(url if "//" in url else f"//{url}")
+    host = (parts.hostname or "").lower()
+    for suffix, name in _HOSTS:
+        if host == suffix.lstrip(".") or host.endswith(
+            suffix if suffix[0] == "." else "." + suffix
+        ):
+            if name in ("openai", "azure") and parts.path.rstrip("/").endswith("/responses"):
+                return "openai-responses" if name == "openai" else name
+            if name == "bedrock" and not host.startswith("bedrock"):
+                return None
+            return name
+    return None
+
+
+def normalize(
+    payload: Any,
+    provider: str | None = None,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    url: str | None = None,
+) -> LLMResponse:
     """Turn a recorded response or HTTP error body into an `LLMResponse`.
 
     `payload` is bytes, text, a decoded dict, or an official SDK object (anything with
     `model_dump()` or `to_dict()`). `provider` names the API (see `PROVIDERS`); without
     it the wire format is recognised from the body's shape. `status` is the HTTP status
     when the body came with one: any status of 400 or more reads the body as an error.
-    Raises `NormalizeError` for anything that is not a known body.
+    `headers` are the response headers, when known (any mapping; names in any case): the
+    facts that travel only there are kept (`x-amzn-errortype`, `retry-after`,
+    `x-should-retry`, the request id). `url`, the request's URL, names the provider when
+    `provider` does not (see `provider_for_url`); a model name never does.
+    Raises `NormalizeError` for anything that is not a known body, and `TypeError` for an
+    argument of the wrong type.
     """
+    _check_arguments(provider, status, headers)
+    if url is not None:
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str or None, got {type(url).__name__}")
+        if provider is None:
+            provider = provider_for_url(url)
+    meta = _headers.read(headers) if headers else None
+    if meta is not None and provider is None and meta.bedrock_error is not None:
+        provider = "bedrock"
+    try:
+        result = _normalize(payload, provider, status, meta)
+    except NormalizeError:
+        raise
+    except _HOSTILE:
+        # A decoded value of hostile shape (lone surrogates, integers past 64 bits, deep
+        # nesting) tripped a reader: read it again with those values tamed.
+        try:
+            result = _normalize(sanitize_json(decode_payload(payload)), provider, status, meta)
+        except NormalizeError:
+            raise
+        except _HOSTILE as exc:
+            raise NormalizeError(
+                f"the payload could not be read ({type(exc).__name__}); expected {_EXPECTED}"
+            ) from None
+    if meta is not None:
+        _headers.apply(result, meta)
+    if not isinstance(payload, bytes | bytearray | memoryview | str):
+        # Decoded values can hold lone surrogates that no JSON parser lets through; the
+        # text fields must be printable and encodable (details already went through orjson).
+        _clean_fields(result)
+    return result
+
+
+def _clean_fields(result: LLMResponse) -> None:
+    for name in ("content", "reasoning", "raw_finish_reason", "model", "request_id"):
+        value = getattr(result, name)
+        if isinstance(value, str):
+            setattr(result, name, clean_text(value))
+    for call in result.tool_calls:
+        call.id, call.name = clean_text(call.id), clean_text(call.name)
+        call.arguments = clean_text(call.arguments)
+    error = result.error
+    if error is not None and error.message is not None:
+        result.error = dataclasses.replace(error, message=clean_text(error.message))
+
+
+_HOSTILE = (TypeError, ValueError, RecursionError, OverflowError, KeyError, IndexError)
+
+
+def _check_arguments(provider: Any, status: Any, headers: Any) -> None:
+    if provider is not None and not isinstance(provider, str):
+        raise TypeError(f"provider must be a str or None, got {type(provider).__name__}")
+    if status is not None and (type(status) is not int):
+        raise TypeError(f"status must be an int or None, got {type(status).__name__}")
+    if headers is not None and not isinstance(headers, Mapping):
+        raise TypeError(f"headers must be a mapping or None, got {type(headers).__name__}")
+
+
+def _normalize(
+    payload: Any, provider: str | None, status: int | None, meta: _headers.HeaderFacts | None
+) -> LLMResponse:
+    is_http_error = status is not None and status >= 400
     try:
         body = decode_payload(payload)
     except NormalizeError:
-        if status is not None and status >= 400 and isinstance(payload, bytes | str):
+        if is_http_error and isinstance(payload, bytes | str):
             # Gateways answer some errors with HTML or plain text; the status still speaks.
             text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
             name = provider or "unknown"
-            module = _module_for(name, {}) if provider else openai_chat
-            result: LLMResponse = module.parse_error(text, status, name)
+            module = _module_for(name.lower(), {}) if provider else openai_chat
+            result: LLMResponse = module.parse_error(text, status, name.lower())
             return result
         raise
+    if isinstance(body, list) and provider is None:
+        # Google's streaming endpoints wrap an error body in an array; so do some proxies.
+        unwrapped = _error_in_array(body)
+        if unwrapped is not None:
+            body = unwrapped
     if provider is not None:
         provider = provider.lower()
-        is_error_list = isinstance(body, list) and status is not None and status >= 400
+        is_error_list = isinstance(body, list) and (is_http_error or _error_in_array(body))
         if not isinstance(body, dict) and not is_error_list:
             raise NormalizeError(f"expected a JSON object for {provider}, got {type_name(body)}")
         module = _module_for(provider, body if isinstance(body, dict) else {})
-    elif status is not None and status >= 400 and isinstance(body, dict):
+        if isinstance(body, list):
+            body = _error_in_array(body) or {}
+    elif is_http_error and isinstance(body, dict):
         try:
             provider, module = detect(body)
         except NormalizeError:
@@ -165,8 +307,20 @@ def normalize(payload: Any, provider: str | None = None, status: int | None = No
             provider, module = "unknown", openai_chat
     else:
         provider, module = detect(body)
-    if (status is not None and status >= 400) or module.is_error(body):
+    if is_http_error or module.is_error(body):
+        named = meta is not None and meta.bedrock_error is not None
+        if named and module is bedrock and isinstance(body, dict) and "__type" not in body:
+            # Bedrock names the exception only in the x-amzn-ErrorType header.
+            body = {**body, "__type": meta.bedrock_error if meta is not None else None}
         result = module.parse_error(body, status, provider)
     else:
         result = module.parse_response(body, provider)
     return result
+
+
+def _error_in_array(body: list[Any]) -> JsonObject | None:
+    """The error body a JSON array holds as its first element, else None."""
+    if body and isinstance(body[0], dict) and isinstance(body[0].get("error"), dict | str):
+        first: JsonObject = body[0]
+        return first
+    return None

@@ -248,21 +248,49 @@ def bounded_message(
 _REDACTION_MARGIN = 4096
 
 
-_TAGS = re.compile(r"<[^>]*>")
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_TITLE_OPEN = re.compile("<title", re.IGNORECASE)
+_TITLE_CLOSE = re.compile("</title>", re.IGNORECASE)
 
 
+# Both readers below scan with str.find, each character looked at a bounded number of
+# times: a hostile page (megabytes of "<a" or "<title") costs time linear in its size,
+# where the equivalent regular expressions backtrack quadratically.
 def strip_tags(text: str) -> str:
-    """`text` with its markup tags replaced by spaces."""
-    return _TAGS.sub(" ", text)
+    """`text` with its markup tags (`<` up to the next `>`) replaced by spaces."""
+    pieces: list[str] = []
+    position = 0
+    while True:
+        start = text.find("<", position)
+        if start < 0:
+            break
+        end = text.find(">", start + 1)
+        if end < 0:
+            break  # no tag closes after here, so none of the later "<" starts one either
+        pieces.append(text[position:start])
+        pieces.append(" ")
+        position = end + 1
+    pieces.append(text[position:])
+    return "".join(pieces)
 
 
 def page_text(text: str) -> str:
     """The readable part of a non-JSON error body: an HTML page's title, or its text."""
-    title = _TITLE.search(text)
-    if title is not None and title.group(1).strip():
-        return title.group(1)
+    title = _title(text)
+    if title is not None and title.strip():
+        return title
     return strip_tags(text) if "<" in text else text
+
+
+def _title(text: str) -> str | None:
+    """The text of the first `<title ...>...</title>` element, or None."""
+    opening = _TITLE_OPEN.search(text)
+    if opening is None:
+        return None
+    start = text.find(">", opening.end())
+    if start < 0:
+        return None
+    closing = _TITLE_CLOSE.search(text, start + 1)
+    return text[start + 1 : closing.start()] if closing is not None else None
 
 
 POLICY_BLOCK = re.compile(

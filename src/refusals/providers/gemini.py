@@ -155,9 +155,55 @@ _GOOGLE_STATUS = re.compile(r"[A-Z][A-Z0-9_]*")
 _HARM_PREFIX = "harm_category_"
 
 
+_SNAKE_KEYS = frozenset({"usage_metadata", "prompt_feedback", "model_version", "response_id"})
+_SNAKE_CANDIDATE_KEYS = frozenset({"finish_reason", "safety_ratings", "finish_message"})
+_OPAQUE_KEYS = frozenset({"args", "response", "partial_args"})
+"""Values that hold the caller's own data (function arguments and results): kept as given."""
+
+
+def wire_keys(body: JsonObject) -> JsonObject:
+    """`body` with the wire format's camelCase keys, when it came with google-genai's
+    snake_case field names (`model_dump()` of a `GenerateContentResponse`); else `body`."""
+    if not body.keys() & _SNAKE_KEYS:
+        first = next(iter(arr(body.get("candidates"))), None)
+        if not (isinstance(first, dict) and first.keys() & _SNAKE_CANDIDATE_KEYS):
+            return body
+    root: list[Any] = [None]
+    # (container the converted value goes into, its key or index, the raw value):
+    # iterative, so a deep value costs no recursion. Null fields are left out, as the
+    # wire leaves them out.
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, body)]
+    while stack:
+        target, slot, value = stack.pop()
+        if isinstance(value, dict):
+            out: JsonObject = {}
+            for key, child in value.items():
+                if child is None:
+                    continue
+                name = _camel(key) if isinstance(key, str) else key
+                out[name] = child
+                if not (isinstance(key, str) and key in _OPAQUE_KEYS):
+                    stack.append((out, name, child))
+            target[slot] = out
+        elif isinstance(value, list):
+            items: list[Any] = list(value)
+            stack.extend((items, index, child) for index, child in enumerate(value))
+            target[slot] = items
+        else:
+            target[slot] = value
+    converted: JsonObject = root[0]
+    return converted
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
 def detect_provider(body: JsonObject) -> str | None:
     """`"vertex"` or `"gemini"` for a generateContent response, `"gemini"` for a Google
     error body (`error.status` an upper-case code name); None for anything else."""
+    body = wire_keys(body)
     error = body.get("error")
     if error is not None:
         status = obj(error).get("status")
@@ -186,14 +232,15 @@ def is_error(body: JsonObject) -> bool:
 
 
 def parse_response(body: JsonObject, provider: str) -> LLMResponse:
-    """A full (non-streaming) generateContent response."""
+    """A full (non-streaming) generateContent response (snake_case keys accepted)."""
+    body = wire_keys(body)
     if not looks_like(body):
         raise NormalizeError(
             "expected a Gemini/Vertex AI generateContent response (candidates, "
             f"promptFeedback or usageMetadata); got keys: {key_names(body)}"
         )
-    candidates = arr(body.get("candidates"))
-    candidate = obj(candidates[0]) if candidates else {}
+    # Candidate 0 is the response, wherever it sits in the list (as a stream reads it).
+    candidate = _first_candidate(body.get("candidates"))
     content, reasoning, tool_calls, signatures = _read_parts(obj(candidate.get("content")))
 
     feedback = obj(body.get("promptFeedback"))

@@ -110,8 +110,31 @@ FINISH_REASONS: dict[str, FinishReason] = {
     "refusal": FinishReason.REFUSAL,  # some compatible gateways pass a refusal through
     "error": FinishReason.ERROR,  # Mistral, OpenRouter
     "insufficient_system_resource": FinishReason.ERROR,  # DeepSeek: generation cut short
+    # Together (and servers built like it): the model emitted its end-of-sequence token.
+    # https://docs.together.ai/reference/chat-completions-1 (`finish_reason`)
+    "eos": FinishReason.STOP,
 }
 """`choices[].finish_reason` → FinishReason; any value not listed (or none) is ERROR."""
+
+NATIVE_BLOCKS: dict[str, FinishReason] = {
+    "refusal": FinishReason.REFUSAL,  # Anthropic
+    "content_filter": FinishReason.CONTENT_FILTER,  # OpenAI, Azure, Mistral
+    "guardrail_intervened": FinishReason.CONTENT_FILTER,  # Bedrock
+    "content_filtered": FinishReason.CONTENT_FILTER,  # Bedrock
+    "safety": FinishReason.CONTENT_FILTER,  # Gemini, and the IMAGE_ / other Gemini blocks
+    "recitation": FinishReason.CONTENT_FILTER,
+    "blocklist": FinishReason.CONTENT_FILTER,
+    "prohibited_content": FinishReason.CONTENT_FILTER,
+    "spii": FinishReason.CONTENT_FILTER,
+    "image_safety": FinishReason.CONTENT_FILTER,
+    "image_prohibited_content": FinishReason.CONTENT_FILTER,
+    "image_recitation": FinishReason.CONTENT_FILTER,
+    "model_armor": FinishReason.CONTENT_FILTER,
+    "error_toxic": FinishReason.CONTENT_FILTER,  # Cohere
+}
+"""OpenRouter `native_finish_reason` values (the upstream provider's own, matched without
+regard to case) that are a refusal or a safety stop: they win over the normalised
+`finish_reason`, which OpenRouter may give as `stop`."""
 
 POLICY_CODES = frozenset(
     {
@@ -251,8 +274,16 @@ def _response_provider(body: JsonObject) -> str:
 
 @functools.lru_cache(maxsize=512)
 def _vendor_of_model(model: str) -> str:
-    """The vendor a model name belongs to; cached, since a client sees few distinct names."""
+    """The vendor a model name belongs to; cached, since a client sees few distinct names.
+
+    A name with an owner prefix (`mistralai/Mixtral-8x7B`, `deepseek-ai/DeepSeek-V3`) is
+    how hosts and routers (Together, Fireworks, Hugging Face) name models they serve
+    themselves: the vendor's error and finish dialect does not apply, so it is plain
+    OpenAI-compatible. The caller's `provider` (or the URL) names the host.
+    """
     name = model.lower()
+    if "/" in name:
+        return "openai"
     if name.startswith("deepseek"):
         return "deepseek"
     if name.startswith("grok"):
@@ -306,21 +337,23 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             "expected a Chat Completions response with `choices`, got an object with keys: "
             + key_names(body)
         )
-    choice: JsonObject = {}
-    for candidate in arr(body.get("choices")):
-        if isinstance(candidate, dict):
-            choice = candidate
-            break
+    choice = first_choice(body.get("choices"))
     message = obj(choice.get("message")) or obj(choice.get("delta"))
 
-    text, thinking = _message_text(message.get("content"))
+    raw_content = message.get("content")
+    text, thinking = _message_text(raw_content)
     reasoning = _reasoning(message, thinking)
     refusal = nonblank(message.get("refusal"))
+    if refusal is None and type(raw_content) is list:
+        # Content given as parts, one of them {"type": "refusal", "refusal": ...}.
+        refusal = nonblank("\n\n".join(content_refusals(raw_content)))
     tool_calls = _tool_calls(message)
 
     raw = string(choice.get("finish_reason"))
     native = string(choice.get("native_finish_reason"))
     finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    if native is not None:
+        finish = native_finish(native, finish)
 
     # Most bodies carry neither Azure filter results nor moderation: skip both readers.
     if (
@@ -389,6 +422,26 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     )
 
 
+def native_finish(native: str, finish: FinishReason) -> FinishReason:
+    """`finish`, unless the upstream's own value says the model declined or a filter
+    stopped it (`NATIVE_BLOCKS`): a block is never read as an ordinary stop."""
+    block = NATIVE_BLOCKS.get(native.lower())
+    if block is not None and finish not in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER):
+        return block
+    return finish
+
+
+def first_choice(choices: Any) -> JsonObject:
+    """Choice 0 (the response when `n` > 1), wherever it sits in the list: the first
+    object whose `index` is 0 or absent; empty when there is none."""
+    for item in arr(choices):
+        if isinstance(item, dict):
+            index = item.get("index")
+            if not _is_int(index) or index == 0:
+                return item
+    return {}
+
+
 _PLAIN_CHUNK_KEYS = frozenset(
     {
         "id",
@@ -453,6 +506,17 @@ def _message_text(content: Any) -> tuple[str, list[str]]:
             if inner:
                 thinking.append(inner)
     return "".join(texts), thinking
+
+
+def content_refusals(content: list[Any]) -> list[str]:
+    """The texts of the non-blank `refusal` parts of a content list, in order."""
+    found: list[str] = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "refusal":
+            text = nonblank(part.get("refusal"))
+            if text is not None:
+                found.append(text)
+    return found
 
 
 def _reasoning(message: JsonObject, thinking: list[str]) -> str | None:
@@ -814,7 +878,7 @@ def _policy(fields: _ErrorFields, codes: set[str], status: int | None) -> ErrorV
             categories.append(code)
     elif not (
         message
-        and says_blocked(message, _POLICY_MESSAGE)
+        and (says_blocked(message, _POLICY_MESSAGE) or says_blocked(message))
         and (status is None or status in (400, 403, 422))
         and not codes & AUTH_CODES
     ):
@@ -1069,14 +1133,10 @@ class StreamDecoder(WireDecoder):
             return self._error_body(payload)
         events: list[StreamEvent] = []
         self._prompt_filters(payload, events)
-        for choice in arr(payload.get("choices")):
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index")
-            if isinstance(index, int) and not isinstance(index, bool) and index != 0:
-                continue  # n > 1: the other choices are not the response (as in parse_response)
+        choice = first_choice(payload.get("choices"))
+        if choice:
+            # n > 1: the other choices are not the response (as in parse_response).
             self._choice(choice, events)
-            break
         usage = payload.get("usage")
         if not isinstance(usage, dict):
             usage = obj(payload.get("x_groq")).get("usage")  # Groq's last chunk
@@ -1145,6 +1205,8 @@ class StreamDecoder(WireDecoder):
         native = string(choice.get("native_finish_reason"))
         self._raw = native if native is not None else raw
         self._finish = FINISH_REASONS.get(raw, FinishReason.ERROR)
+        if native is not None:
+            self._finish = native_finish(native, self._finish)
         if self._finish is FinishReason.CONTENT_FILTER or self._categories:
             events += self._filter_verdict(complete=self._finish is FinishReason.CONTENT_FILTER)
         elif self._refusal:
@@ -1166,12 +1228,15 @@ class StreamDecoder(WireDecoder):
                 text = string(obj(entry).get("text"))
                 if text:
                     events.append(ReasoningDelta(text))
-        text, thinking = _message_text(delta.get("content"))
+        content = delta.get("content")
+        text, thinking = _message_text(content)
         events.extend(ReasoningDelta(piece) for piece in thinking)
         if text:
             self._text = True
             events.append(TextDelta(text))
         refusal = string(delta.get("refusal"))
+        if not refusal and type(content) is list:
+            refusal = "\n\n".join(content_refusals(content))
         if refusal:
             self._refusal_piece(refusal, events)
         for entry in arr(delta.get("tool_calls")):
