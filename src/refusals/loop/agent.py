@@ -114,6 +114,7 @@ class Agent:
         scope: Scope = "session",
         depth: int = 0,
         thread_id: str | None = None,
+        in_flight: list[int] | None = None,
     ) -> None:
         self.client = client
         self.system = system
@@ -134,6 +135,10 @@ class Agent:
         self.last_response: LLMResponse | None = None
         self._turns = 0
         self._call_ids = 0
+        # Calls started and not yet returned, shared with subagents: a call cancelled in
+        # flight has sent its request but the client records no attempt for it.
+        # (Each entry: the client's attempt count when that call started.)
+        self._in_flight = in_flight if in_flight is not None else []
         self._streamed: Item | None = None
         """The agent_message item the current step streamed, if any."""
         if isinstance(subagents, SubagentPolicy):
@@ -156,10 +161,15 @@ class Agent:
             last.finish_reason.value if last is not None else None,
             self.usage,
             self.num_turns,
-            len(self.client.attempts),
+            self._requests(),
         )
         self.emit(event)
         return event
+
+    def _requests(self) -> int:
+        """Provider requests made so far, a call cancelled before its attempt included."""
+        made = len(self.client.attempts)
+        return made + sum(1 for started in self._in_flight if made <= started)
 
     async def run(self, prompt: str) -> TurnResult:
         """One headless session: thread started, one turn, thread completed.
@@ -246,7 +256,16 @@ class Agent:
             item.data["text"] += text
             self.emit(ItemUpdated(Item(item.id, item.type, dict(item.data))))
 
-        step = await run_step(self.client, request, stream=self.stream, on_text=on_text)
+        started = len(self.client.attempts)
+        self._in_flight.append(started)
+        try:
+            step = await run_step(self.client, request, stream=self.stream, on_text=on_text)
+        except asyncio.CancelledError:
+            raise  # still in flight: counted as a request the run made
+        except BaseException:
+            self._in_flight.remove(started)
+            raise
+        self._in_flight.remove(started)
         self._streamed = streamed[0] if streamed else None
         return step
 
@@ -438,6 +457,7 @@ class Agent:
             scope="subagent",
             depth=self.depth + 1,
             thread_id=self.thread_id,
+            in_flight=self._in_flight,
         )
         result = await child.run_turn(task, prompt_item_id=item_id)
         add_usage(self.usage, child.usage)

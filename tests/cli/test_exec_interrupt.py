@@ -1,0 +1,85 @@
+"""Ctrl-C on a real `refusals exec` process in the middle of a slow provider call."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from refusals.mock import MockServer
+from tests.cli._exec_support import VALIDATOR
+
+DEADLINE_SECONDS = 20
+
+
+def start_exec(server: MockServer, *args: str) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "test-key-h5"}
+    command = [sys.executable, "-m", "refusals", "exec", "--model", "anthropic:mock-slow"]
+    return subprocess.Popen(
+        [*command, "--base-url", server.base_url, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def wait_for_request(server: MockServer) -> None:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while server.app.count() == 0:
+        assert time.monotonic() < deadline, "the request never reached the mock"
+        time.sleep(0.02)
+
+
+def read_line(process: subprocess.Popen[bytes]) -> bytes:
+    assert process.stdout is not None
+    ready, _, _ = select.select([process.stdout], [], [], DEADLINE_SECONDS)
+    assert ready, "no event within the deadline"
+    return process.stdout.readline()
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
+def test_ctrl_c_ends_the_run_as_cancelled_with_exit_130_and_nothing_half_written(
+    tmp_path: Path, as_json: bool
+) -> None:
+    target = tmp_path / "last.txt"
+    flags = ["--json"] if as_json else []
+    with MockServer() as server:
+        process = start_exec(server, *flags, "--output-last-message", str(target), "Hello.")
+        try:
+            first = read_line(process) if as_json else b""
+            wait_for_request(server)
+            process.send_signal(signal.SIGINT)
+            rest, stderr = process.communicate(timeout=DEADLINE_SECONDS)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=DEADLINE_SECONDS)
+    assert process.returncode == 130
+    assert b"Traceback" not in stderr
+    assert not list(tmp_path.iterdir()), "no last message, and no temporary file, was left"
+    if not as_json:
+        assert b"cancelled (exit 130)" in stderr
+        assert rest == b""
+        return
+    assert rest.endswith(b"\n")
+    events = [orjson.loads(line) for line in (first + rest).splitlines()]
+    for event in events:
+        VALIDATOR.validate(event)
+    assert [e["type"] for e in events] == [
+        "thread.started",
+        "turn.started",
+        "turn.failed",
+        "thread.completed",
+    ]
+    assert events[2]["error"]["message"] == "The run was cancelled."
+    assert events[3]["outcome_code"] == "cancelled"
+    assert events[3]["subtype"] == "error_cancelled"
+    assert events[3]["exit_code"] == 130
+    assert events[3]["requests"] == 1
