@@ -197,3 +197,72 @@ def test_an_integer_beyond_64_bits_in_a_stream_event_does_not_break_the_stream()
     )
     assert isinstance(response, LLMResponse)
     assert response.finish_reason is FinishReason.REFUSAL
+
+
+def responses_events(*middle: dict[str, Any]) -> bytes:
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "gpt-4o",
+        "status": "in_progress",
+        "output": [],
+    }
+    events = [{"type": "response.created", "response": response}, *middle]
+    events.append({"type": "response.completed", "response": {**response, "status": "completed"}})
+    return sse(*((event["type"], event) for event in events))
+
+
+REFUSAL_SAID = "I can't help with that."
+
+
+@pytest.mark.parametrize(
+    "whole",
+    [
+        {
+            "type": "response.refusal.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "refusal": REFUSAL_SAID,
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "refusal", "refusal": REFUSAL_SAID},
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "refusal", "refusal": REFUSAL_SAID}],
+            },
+        },
+    ],
+)
+def test_a_responses_refusal_given_only_whole_before_an_empty_completed_is_a_refusal(
+    whole: dict[str, Any],
+) -> None:
+    response, _ = decode_stream(responses_events(whole))
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert notice(response) == f"{DECLINED}: {REFUSAL_SAID} {NEXT_STEP}"
+
+
+def test_a_responses_refusal_streamed_as_deltas_is_not_doubled_by_its_done_event() -> None:
+    delta = {
+        "type": "response.refusal.delta",
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": REFUSAL_SAID,
+    }
+    done = {**delta, "type": "response.refusal.done", "refusal": REFUSAL_SAID}
+    del done["delta"]
+    response, _ = decode_stream(responses_events(delta, done))
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert response.content == REFUSAL_SAID

@@ -322,6 +322,9 @@ def _usage(usage: JsonObject) -> Usage:
 # Streams
 
 _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_WHOLE_REFUSAL_EVENTS = frozenset(
+    {"response.refusal.done", "response.content_part.done", "response.output_item.done"}
+)
 _OPENING_EVENTS = frozenset({"response.created", "response.in_progress", "response.queued"})
 _ARGUMENT_DELTAS = frozenset(
     {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
@@ -373,7 +376,10 @@ class StreamDecoder(WireDecoder):
       no delta came), are tool calls, by `output_index`.
     - The first non-blank `response.refusal.delta` is the verdict: a refusal from that
       event on. Refusal text after answer text is appended to it after a blank line and is
-      the explanation, as `parse_response` does with a message holding both parts.
+      the explanation, as `parse_response` does with a message holding both parts. A
+      refusal that comes only whole (`response.refusal.done`, a `refusal` part in
+      `response.content_part.done` or a message in `response.output_item.done`) is the
+      verdict there, when no delta brought it.
     - The terminal events `response.completed`, `response.incomplete` and
       `response.failed` carry the final Responses object, which is read by
       `parse_response` itself: its verdict (status, incomplete reason, failed error code,
@@ -410,6 +416,8 @@ class StreamDecoder(WireDecoder):
             return self._text_delta(payload)
         if kind == "response.refusal.delta":
             return self._refusal_delta(payload)
+        if kind in _WHOLE_REFUSAL_EVENTS:
+            return self._whole_refusal(kind, payload)
         if kind in _ARGUMENT_DELTAS:
             return self._arguments(payload, string(payload.get("delta")), done=False)
         if kind in _ARGUMENT_DONE:
@@ -417,7 +425,7 @@ class StreamDecoder(WireDecoder):
             return self._arguments(payload, string(payload.get(key)), done=True)
         if kind in _REASONING_DELTAS:
             return self._reasoning_delta(payload)
-        if kind in ("response.output_item.added", "response.output_item.done"):
+        if kind == "response.output_item.added":
             return self._item(payload)
         if kind in _OPENING_EVENTS:
             self._meta(obj(payload.get("response")))
@@ -489,6 +497,31 @@ class StreamDecoder(WireDecoder):
             return None
         self._refusal_stop_sent = True
         return StopDetails(explanation="".join(self._refusal))
+
+    def _whole_refusal(self, kind: str, payload: JsonObject) -> list[StreamEvent]:
+        """A refusal given whole (`response.refusal.done`, a refusal part or a message item
+        that is done): the refusal, when no delta brought it already. The final object may
+        come with an empty `output`, so this is the only place it is said."""
+        if self._refusal:
+            return []
+        if kind == "response.refusal.done":
+            texts = [string(payload.get("refusal")) or ""]
+        elif kind == "response.content_part.done":
+            part = obj(payload.get("part"))
+            texts = [string(part.get("refusal")) or ""] if part.get("type") == "refusal" else []
+        else:
+            item = obj(payload.get("item"))
+            if item.get("type") != "message":
+                return self._item(payload)
+            texts = [
+                string(obj(part).get("refusal")) or ""
+                for part in arr(item.get("content"))
+                if obj(part).get("type") == "refusal"
+            ]
+        text = "\n\n".join(t for t in texts if t.strip())
+        if not text:
+            return []
+        return self._refusal_delta({**payload, "delta": text})
 
     def _reasoning_delta(self, payload: JsonObject) -> list[StreamEvent]:
         text = string(payload.get("delta"))
