@@ -17,26 +17,22 @@ from refusals.model import FinishReason, LLMResponse
 from refusals.refusal import notice
 from refusals.request import Request
 from refusals.stream import (
-    FallbackSeam,
     ReasoningDelta,
-    RefusalDelta,
-    StreamError,
+    StreamAccumulator,
     StreamEvent,
     TextDelta,
-    UsageUpdate,
     Verdict,
 )
 from refusals.transport.base import ModelClient
 
 _TERMINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 
-# After a terminal verdict the stream is read on only for facts that complete the notice
-# (OpenAI's refusal text arrives over several deltas after the first one decided the
-# verdict; Bedrock's guardrail trace comes in the metadata event after messageStop), never
-# for output, and only this long.
+# After a terminal verdict nothing more is shown or acted on, but the stream is read on,
+# this long at most, for the facts that complete the notice: OpenAI's refusal text and
+# Azure's filtered refusal message arrive over several deltas after the one that decided
+# the verdict, Bedrock's guardrail trace in the metadata event after messageStop.
 DETAIL_DRAIN_SECONDS = 2.0
-DETAIL_DRAIN_EVENTS = 512
-_DETAIL_EVENTS = (RefusalDelta, UsageUpdate, Verdict, StreamError, FallbackSeam)
+DETAIL_DRAIN_EVENTS = 4096
 
 
 class StepKind(Enum):
@@ -112,12 +108,17 @@ async def run_step(
         return _step(await client.complete(request))
     call = client.stream(request)
     events = call.__aiter__()
+    provider, _, model = client.model.partition(":")
+    # What was read, folded as every decoder folds it: the verdict stands even if the
+    # client's own response is incomplete once the stream was closed early.
+    seen = StreamAccumulator(provider=provider, model=model)
     stopped = False
     try:
-        async for event in events:
+        async for index, event in _numbered(events):
+            seen.apply(event, index)
             if isinstance(event, Verdict) and event.finish_reason in _TERMINAL:
                 stopped = True
-                await _drain_details(events)
+                await _drain_details(events, seen, index + 1)
                 break
             if isinstance(event, TextDelta) and on_text is not None:
                 on_text(event.text)
@@ -125,12 +126,25 @@ async def run_step(
                 on_reasoning(event.text)
     finally:
         await call.aclose()
-    return _step(call.response, stopped)
+    response = call.response
+    if stopped and response.finish_reason not in _TERMINAL:
+        response = seen.response
+    return _step(response, stopped)
 
 
-async def _drain_details(events: AsyncIterator[StreamEvent]) -> None:
+async def _numbered(events: AsyncIterator[StreamEvent]) -> AsyncIterator[tuple[int, StreamEvent]]:
+    index = 0
+    async for event in events:
+        yield index, event
+        index += 1
+
+
+async def _drain_details(
+    events: AsyncIterator[StreamEvent], seen: StreamAccumulator, index: int
+) -> None:
+    """Read on after a terminal verdict, showing nothing, within the drain bounds."""
     deadline = time.monotonic() + DETAIL_DRAIN_SECONDS
-    for _ in range(DETAIL_DRAIN_EVENTS):
+    for offset in range(DETAIL_DRAIN_EVENTS):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
@@ -138,5 +152,4 @@ async def _drain_details(events: AsyncIterator[StreamEvent]) -> None:
             event = await asyncio.wait_for(anext(events), remaining)
         except (StopAsyncIteration, TimeoutError):
             return
-        if not isinstance(event, _DETAIL_EVENTS):
-            return
+        seen.apply(event, index + offset)
