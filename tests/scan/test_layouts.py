@@ -6,6 +6,7 @@ import gzip
 import os
 from pathlib import Path
 
+import jsonschema
 import orjson
 import pytest
 import zstandard
@@ -170,3 +171,10 @@ def test_blank_lines_are_skipped_not_counted(tmp_path: Path, name: str) -> None:
     summary = summarize_file(str(path))
     assert (summary.records, summary.bad_records) == (2, 0)
     assert os.path.exists(path)
+
+
+def test_the_generated_exec_events_follow_the_published_schema() -> None:
+    schema = orjson.loads((Path(__file__).parents[2] / "docs/exec-events.schema.json").read_bytes())
+    for outcome in ("success", "refused", "content_filtered"):
+        for event in exec_run("t", outcome):
+            jsonschema.validate(event, schema)

@@ -387,10 +387,19 @@ def exec_run(thread: str, outcome: str, root: Path = FIXTURES) -> Iterator[dict[
         code = "refused" if refused else "content_filtered"
         yield {"type": "turn.failed", "error": {"message": text}, "outcome_code": code}
         stop = response.finish_reason.value
+    exit_codes = {"success": 0, "refused": 3, "content_filtered": 4}
+    subtypes = {
+        "success": "success",
+        "refused": "error_refusal",
+        "content_filtered": "error_content_filter",
+    }
     yield {
         "type": "thread.completed",
-        "subtype": code,
+        "subtype": subtypes[code],
+        "is_error": code != "success",
         "outcome_code": code,
+        "exit_code": exit_codes[code],
+        "description": "as exec describes the outcome",
         "stop_reason": stop,
         "usage": usage,
         "num_turns": 1,
