@@ -29,9 +29,7 @@ from refusals.model import ErrorKind, FinishReason, LLMResponse
 
 __all__ = ["DEFAULT_RETRY_STATUSES", "RetryPolicy", "is_transient_exception", "retry_after"]
 
-DEFAULT_RETRY_STATUSES: frozenset[int] = frozenset(
-    {408, 409, 429, 500, 502, 503, 504, 529} | set(range(505, 600))
-)
+DEFAULT_RETRY_STATUSES: frozenset[int] = frozenset({408, 409, 429} | set(range(500, 600)))
 """HTTP statuses retried by default: timeouts, conflicts, rate limits, server faults."""
 
 _BLOCKED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})

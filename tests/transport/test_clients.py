@@ -1,0 +1,418 @@
+"""The real clients against the mock server on 127.0.0.1: every scenario of every wire format.
+
+Each test resets the server's request log, makes one call (streamed or whole) with the
+sleep recorded instead of waited, and checks the verdict, the number of requests that
+reached the server, and the retry delays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+import refusals
+from refusals.mock import MAGIC_REFUSAL_STRING, SCENARIOS, MockServer
+from refusals.model import ErrorKind, FinishReason, LLMResponse
+from refusals.request import Message, Request
+from refusals.stream import StreamError, StreamEvent, TextDelta, Verdict
+from refusals.transport.base import Attempt
+from refusals.transport.clients import ClientError, client_for
+from refusals.transport.retry import RetryPolicy, retry_after
+
+from ._mockwire import CASES, SENTINEL_KEY, Sleeps, WireCase, hello, key_for, run
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[MockServer]:
+    with MockServer() as running:
+        yield running
+
+
+@dataclass(frozen=True)
+class Expect:
+    finish: FinishReason
+    requests: int = 1
+    cut_off: bool | None = None
+
+
+# What each scenario stands for on every wire, whole and streamed. Faults are retried by
+# the policy (three attempts); refusals and filters reach the server exactly once.
+EXPECT: dict[str, Expect] = {
+    "answer": Expect(FinishReason.STOP),
+    "tool-then-answer": Expect(FinishReason.TOOL_CALLS),
+    "subagent": Expect(FinishReason.TOOL_CALLS),
+    "subagent-refusal": Expect(FinishReason.TOOL_CALLS),
+    "refusal": Expect(FinishReason.REFUSAL),
+    "refusal-mid-stream": Expect(FinishReason.REFUSAL, cut_off=True),
+    "refusal-recommended": Expect(FinishReason.REFUSAL),
+    "fallback-served": Expect(FinishReason.REFUSAL),
+    "fallback-declined": Expect(FinishReason.REFUSAL),
+    "filter-output": Expect(FinishReason.CONTENT_FILTER),
+    "filter-prompt": Expect(FinishReason.CONTENT_FILTER, cut_off=False),
+    "length": Expect(FinishReason.LENGTH),
+    "rate-limited": Expect(FinishReason.STOP, requests=3),
+    "overloaded": Expect(FinishReason.ERROR, requests=3),
+    "server-error": Expect(FinishReason.ERROR, requests=3),
+}
+FAST_SCENARIOS = [s for s in SCENARIOS if s != "slow"]
+BLOCKED = ["refusal", "refusal-mid-stream", "refusal-recommended", "filter-output", "filter-prompt"]
+POLICY = RetryPolicy(jitter=0.0)
+# Gemini, Vertex AI and Bedrock have no refusal signal: what the mock's refusal scenarios
+# send there is each provider's safety block, a content-filter stop.
+NO_REFUSAL_SIGNAL = frozenset({"gemini", "vertex", "bedrock"})
+
+
+def declined(case: WireCase) -> FinishReason:
+    """How a model's refusal reads on this wire."""
+    return FinishReason.CONTENT_FILTER if case.wire in NO_REFUSAL_SIGNAL else FinishReason.REFUSAL
+
+
+def call(
+    case: WireCase, root: str, model: str, request: Request, *, stream: bool, sleeps: Sleeps
+) -> tuple[LLMResponse, list[StreamEvent], list[Attempt]]:
+    """One call with the recorded sleep; the response, the events and the attempts."""
+    policy = RetryPolicy(jitter=0.0, sleep=sleeps)
+    client = client_for(
+        f"{case.provider}:{model}",
+        base_url=case.base_url(root),
+        api_key=key_for(case),
+        retry=policy,
+        timeout=15.0,
+    )
+
+    async def go() -> tuple[LLMResponse, list[StreamEvent], list[Attempt]]:
+        if not stream:
+            result = await client.complete(request)
+            return result, [], client.attempts
+        events: list[StreamEvent] = []
+        handle = client.stream(request)
+        async for event in handle:
+            events.append(event)
+        return handle.response, events, handle.attempts
+
+    return run(go())
+
+
+def expected(case: WireCase, scenario: str, stream: bool) -> Expect:
+    if scenario == "pause-turn":
+        # Only Anthropic has pause_turn; the other wires answer it as a bad request.
+        if case.wire == "anthropic":
+            return Expect(FinishReason.PAUSE)
+        return Expect(FinishReason.ERROR)
+    if scenario in ("reset-mid-stream", "truncated-stream"):
+        # A stream that broke after output is reported, never replayed; a whole body that
+        # broke showed nothing yet, so the policy sends it again.
+        if stream:
+            return Expect(FinishReason.ERROR, requests=1, cut_off=True)
+        return Expect(FinishReason.ERROR, requests=3)
+    want = EXPECT[scenario]
+    if want.finish is FinishReason.REFUSAL:
+        return Expect(declined(case), want.requests, want.cut_off)
+    return want
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("scenario", FAST_SCENARIOS)
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_every_scenario_reads_back_to_its_verdict_with_the_expected_request_count(
+    case: WireCase,
+    scenario: str,
+    stream: bool,
+    server: MockServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    sleeps = Sleeps()
+    response, events, attempts = call(
+        case, server.base_url, f"mock-{scenario}", hello(), stream=stream, sleeps=sleeps
+    )
+    want = expected(case, scenario, stream)
+    assert response.finish_reason is want.finish, response
+    assert server.app.count() == want.requests
+    assert len(attempts) == want.requests
+    assert [a.retried for a in attempts] == [True] * (want.requests - 1) + [False]
+    assert len(sleeps.delays) == want.requests - 1
+    if want.cut_off is not None:
+        assert response.cut_off is want.cut_off
+    if stream:
+        verdicts = [e for e in events if isinstance(e, Verdict)]
+        if want.finish in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER):
+            assert verdicts
+            assert verdicts[-1].finish_reason is want.finish
+        if want.finish is FinishReason.ERROR:
+            assert any(isinstance(e, StreamError) for e in events)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("scenario", BLOCKED)
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_a_refused_or_filtered_prompt_reaches_the_server_exactly_once(
+    case: WireCase,
+    scenario: str,
+    stream: bool,
+    server: MockServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    sleeps = Sleeps()
+    response, _, attempts = call(
+        case, server.base_url, f"mock-{scenario}", hello(), stream=stream, sleeps=sleeps
+    )
+    assert refusals.notice(response) is not None
+    assert server.app.count(scenario=scenario) == 1
+    assert server.app.count() == 1
+    assert sleeps.delays == []
+    assert [a.retried for a in attempts] == [False]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_the_documented_refusal_test_string_is_refused_once_and_never_resent(
+    case: WireCase, stream: bool, server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    request = Request(model="", messages=[Message("user", f"Please {MAGIC_REFUSAL_STRING}")])
+    response, _, _ = call(
+        case, server.base_url, "any-model", request, stream=stream, sleeps=Sleeps()
+    )
+    assert response.finish_reason is declined(case)
+    assert server.app.count() == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_rate_limits_wait_exactly_what_the_server_asked_then_succeed(
+    case: WireCase, stream: bool, server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    sleeps = Sleeps()
+    response, _, attempts = call(
+        case, server.base_url, "mock-rate-limited", hello(), stream=stream, sleeps=sleeps
+    )
+    assert response.finish_reason is FinishReason.STOP
+    assert [a.status for a in attempts] == [429, 429, 200]
+    # What the server asks for, read from a 429 of its own (the same for every attempt).
+    server.app.reset()
+    probe = client_for(
+        f"{case.provider}:mock-rate-limited",
+        base_url=case.base_url(server.base_url),
+        api_key=key_for(case),
+        retry=RetryPolicy.never(),
+    )
+    prepared = probe._prepare(hello(), stream=False)  # type: ignore[union-attr]
+    reply = httpx.post(
+        prepared.url, headers=prepared.headers, content=prepared.content, timeout=10.0
+    )
+    assert reply.status_code == 429
+    asked = retry_after(reply.headers)
+    assert asked is not None
+    assert sleeps.delays == [asked, asked]
+
+
+@pytest.mark.parametrize("scenario", ["overloaded", "server-error"])
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_server_faults_back_off_exponentially_then_report_the_error(
+    case: WireCase, scenario: str, server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    sleeps = Sleeps()
+    response, _, attempts = call(
+        case, server.base_url, f"mock-{scenario}", hello(), stream=False, sleeps=sleeps
+    )
+    assert sleeps.delays == [POLICY.backoff(1), POLICY.backoff(2)]
+    assert response.error is not None
+    assert response.error.kind is ErrorKind.TRANSIENT
+    assert all(a.status is not None and a.status >= 500 for a in attempts)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_the_slow_scenario_is_waited_for_within_the_timeout(
+    case: WireCase, server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    response, events, _ = call(
+        case, server.base_url, "mock-slow", hello(), stream=True, sleeps=Sleeps()
+    )
+    assert response.finish_reason is FinishReason.STOP
+    assert any(isinstance(e, TextDelta) for e in events)
+    assert server.app.count() == 1
+
+
+def test_a_stream_stopped_at_the_verdict_keeps_the_refusal_and_sends_nothing_more(
+    server: MockServer,
+) -> None:
+    server.app.reset()
+    client = client_for(
+        "anthropic:mock-refusal-mid-stream", base_url=server.base_url, api_key=SENTINEL_KEY
+    )
+
+    async def go() -> tuple[LLMResponse, list[StreamEvent]]:
+        handle = client.stream(hello())
+        seen: list[StreamEvent] = []
+        async for event in handle:
+            seen.append(event)
+            if isinstance(event, Verdict):
+                break
+        await handle.aclose()
+        return handle.response, seen
+
+    response, seen = run(go())
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert isinstance(seen[-1], Verdict)
+    assert seen[-1].finish_reason is FinishReason.REFUSAL
+    assert any(isinstance(e, TextDelta) for e in seen)
+    assert server.app.count() == 1
+
+
+def test_an_unreachable_server_is_an_error_response_after_the_retries() -> None:
+    sleeps = Sleeps()
+    # Port 9 (discard) is closed on a test machine: the connection is refused at once.
+    client = client_for(
+        "anthropic:claude-x",
+        base_url="http://127.0.0.1:9",
+        api_key=SENTINEL_KEY,
+        retry=RetryPolicy(jitter=0.0, sleep=sleeps),
+        timeout=5.0,
+    )
+    response = run(client.complete(hello()))
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None
+    assert response.error.kind is ErrorKind.TRANSIENT
+    assert response.error.message is not None
+    assert response.error.message.startswith("could not reach anthropic:claude-x at ")
+    assert response.error.message.endswith("after 3 attempts")
+    assert [a.status for a in client.attempts] == [None, None, None]
+    assert sleeps.delays == [POLICY.backoff(1), POLICY.backoff(2)]
+
+
+def test_the_sync_facade_shares_the_async_implementation(server: MockServer) -> None:
+    server.app.reset()
+    client = client_for(
+        "openai:mock-refusal-mid-stream", base_url=server.base_url + "/v1", api_key=SENTINEL_KEY
+    )
+    with client.sync() as sync:
+        whole = sync.complete(hello())
+        handle = sync.stream(hello())
+        events = list(handle)
+    assert whole.finish_reason is FinishReason.REFUSAL
+    assert handle.response.finish_reason is FinishReason.REFUSAL
+    assert handle.response.content == whole.content
+    assert any(isinstance(e, Verdict) for e in events)
+    assert server.app.count() == 2
+    assert len(handle.attempts) == 1
+
+
+def test_the_response_names_the_model_and_request_that_answered(server: MockServer) -> None:
+    server.app.reset()
+    client = client_for("anthropic:mock-answer", base_url=server.base_url, api_key=SENTINEL_KEY)
+    response = run(client.complete(hello()))
+    assert response.model == "mock-answer"
+    assert response.provider == "anthropic"
+    assert client.attempts[0].model == "anthropic:mock-answer"
+    assert client.attempts[0].status == 200
+    assert client.attempts[0].seconds >= 0
+
+
+@pytest.mark.parametrize(
+    "scenario", ["refusal", "filter-prompt", "server-error", "reset-mid-stream"]
+)
+@pytest.mark.parametrize("case", CASES, ids=[c.wire for c in CASES])
+def test_the_api_key_appears_nowhere(
+    case: WireCase,
+    scenario: str,
+    server: MockServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    case.prepare(monkeypatch)
+    server.app.reset()
+    client = client_for(
+        f"{case.provider}:mock-{scenario}",
+        base_url=case.base_url(server.base_url),
+        api_key=key_for(case),
+        retry=RetryPolicy(max_attempts=2, jitter=0.0, sleep=Sleeps()),
+    )
+
+    async def go() -> list[object]:
+        whole = await client.complete(hello())
+        handle = client.stream(hello())
+        events = [event async for event in handle]
+        return [client, whole, whole.error, handle, handle.response, *events, *client.attempts]
+
+    seen = run(go())
+    texts = [repr(item) for item in seen] + [str(item) for item in seen]
+    texts += [repr(r.body) for r in server.app.requests]
+    out = capsys.readouterr()
+    texts += [out.out, out.err]
+    assert not [t for t in texts if SENTINEL_KEY in t]
+
+
+def test_a_missing_key_names_the_variable_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(ClientError) as caught:
+        client_for("anthropic:claude-opus-4-8")
+    message = str(caught.value)
+    assert message == "no API key for anthropic: set ANTHROPIC_API_KEY (or pass api_key=...)"
+
+
+@pytest.mark.parametrize(
+    ("model", "names"),
+    [
+        ("openai:gpt-5.2", "OPENAI_API_KEY"),
+        ("gemini:gemini-2.5-pro", "GEMINI_API_KEY or GOOGLE_API_KEY"),
+        ("groq:llama", "GROQ_API_KEY"),
+        ("azure:deployment", "AZURE_OPENAI_API_KEY or AZURE_OPENAI_AD_TOKEN"),
+    ],
+)
+def test_each_provider_names_its_conventional_variables(
+    model: str, names: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in names.split(" or "):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ClientError, match=names):
+        client_for(model)
+
+
+def test_a_key_from_the_environment_is_used_and_never_shown(
+    server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SENTINEL_KEY)
+    server.app.reset()
+    client = client_for("anthropic:mock-answer", base_url=server.base_url)
+    response = run(client.complete(hello()))
+    assert response.finish_reason is FinishReason.STOP
+    assert SENTINEL_KEY not in repr(client)
+    assert "ANTHROPIC_API_KEY" not in repr(response)
+
+
+def test_the_in_process_mock_needs_no_key_and_speaks_anthropic() -> None:
+    client = client_for("mock:refusal")
+    response = run(client.complete(hello()))
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert response.model == "mock-refusal"
+    assert client.model == "mock:mock-refusal"
+
+
+def test_an_openai_compatible_server_needs_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    with pytest.raises(ClientError, match="vllm needs the server's URL: pass base_url="):
+        client_for("vllm:some-model")
+
+
+def test_a_server_without_a_key_gets_no_authorization_header(server: MockServer) -> None:
+    # Ollama's OpenAI-compatible endpoint needs no key; the mock then answers 401.
+    server.app.reset()
+    client = client_for("ollama:mock-answer", base_url=server.base_url + "/v1")
+    response = run(client.complete(hello()))
+    assert response.error is not None
+    assert response.error.kind is ErrorKind.AUTH
+    assert server.app.count() == 1
