@@ -22,7 +22,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, overload
 
 import orjson
 
@@ -36,6 +36,7 @@ MAX_OUTPUT_CHARS = 20_000
 """Upper bound on the text a tool result hands back to the model."""
 
 ToolFunction = Callable[..., Any]
+F = TypeVar("F", bound=ToolFunction)
 
 
 class ToolError(Exception):
@@ -174,22 +175,37 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    @overload
+    def tool(self, function: F, /) -> F: ...
+
+    @overload
     def tool(
         self,
-        function: ToolFunction | None = None,
+        function: None = None,
         /,
         *,
         name: str | None = None,
         description: str | None = None,
         parameters: JsonObject | None = None,
         permission: Permission = "read",
-    ) -> Any:
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        function: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: JsonObject | None = None,
+        permission: Permission = "read",
+    ) -> F | Callable[[F], F]:
         """Register a function as a tool: `@tools.tool`, or `@tools.tool(name=...)`.
 
         Returns the function itself (or, called with options only, the decorator).
         """
 
-        def register(fn: ToolFunction) -> ToolFunction:
+        def register(fn: F) -> F:
             doc = inspect.getdoc(fn) or ""
             self.add(
                 Tool(
