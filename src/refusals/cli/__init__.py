@@ -14,6 +14,11 @@ from refusals import __version__
 
 # name -> (module, attribute, one-line summary shown by `refusals --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": (
+        "refusals.cli.chat",
+        "chat_command",
+        "Talk to a model at the terminal; refusals explained, never resent.",
+    ),
     "exec": (
         "refusals.cli.exec",
         "exec_command",

@@ -1,0 +1,184 @@
+"""Drawing the loop's events at a terminal, with rich, never trusting provider text.
+
+Every piece of provider text (answers, tool arguments and results, model names, the
+notice's explanation) goes through `refusals.sanitize.sanitize` and is printed as a
+`rich.text.Text`, so escape sequences are neutralised and rich markup in it is shown as
+typed, never interpreted. The console itself runs with markup, emoji and highlighting
+off, so not even our own strings are read as markup.
+
+Streamed text is printed plain as it arrives (robust at any speed, and what arrived
+stays on screen whatever ends the turn); a whole answer (`--no-stream`) is rendered as
+markdown, links shown as text (no OSC 8 hyperlinks whose target could differ from it).
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from refusals.loop.events import (
+    Event,
+    Item,
+    ItemCompleted,
+    ItemStarted,
+    ItemUpdated,
+    RefusalReported,
+    ThreadStarted,
+    TurnFailed,
+)
+from refusals.loop.outcome import Outcome
+from refusals.sanitize import sanitize
+
+CUT_OFF_MARKER = (
+    "[cut off: output stopped here; this partial text is not an answer and is not sent again]"
+)
+"""Shown right after partial output a refusal or filter stopped."""
+CANCELLED_MARKER = "[cancelled: output stopped here; the turn is not kept in the conversation]"
+
+TOOL_OUTPUT_LINES = 6
+"""Lines of a tool's result shown (the model sees all of it)."""
+TOOL_ARGUMENT_CHARS = 300
+
+NOTICE_STYLES = {Outcome.REFUSED: "bold red", Outcome.CONTENT_FILTERED: "bold magenta"}
+HINT_STYLE = "dim"
+TOOL_STYLE = "cyan"
+INFO_STYLE = "blue"
+WARNING_STYLE = "yellow"
+ERROR_STYLE = "red"
+
+
+def make_console(file: IO[str] | None = None) -> Console:
+    """A console that never reads markup, emoji codes or "highlights" what it prints."""
+    return Console(file=file, markup=False, emoji=False, highlight=False)
+
+
+class Renderer:
+    """The chat's event sink: draws each event as it comes."""
+
+    def __init__(self, console: Console, *, stream: bool = True) -> None:
+        self.console = console
+        self.stream = stream
+        self._shown: dict[str, str] = {}
+        """Per streamed item, the sanitised text already printed."""
+        self._mid_line = False
+
+    # Lines of our own.
+
+    def line(self, text: str, style: str | None = None) -> None:
+        self.end_line()
+        self.console.print(Text(text, style=style or ""), soft_wrap=True)
+
+    def info(self, text: str) -> None:
+        self.line(text, INFO_STYLE)
+
+    def warning(self, text: str) -> None:
+        self.line(text, WARNING_STYLE)
+
+    def error(self, text: str) -> None:
+        self.line(text, ERROR_STYLE)
+
+    def hint(self, text: str) -> None:
+        self.line(text, HINT_STYLE)
+
+    def end_line(self) -> None:
+        """Finish a line that streamed text left open."""
+        if self._mid_line:
+            self.console.print()
+            self._mid_line = False
+
+    def cancelled(self) -> None:
+        """Mark where a cancelled turn's output stopped, if any was streaming."""
+        if self._mid_line:
+            self.end_line()
+            self.line(CANCELLED_MARKER, WARNING_STYLE)
+
+    # Events.
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ThreadStarted):
+            model = sanitize(event.model, single_line=True)
+            self.info(f"refusals chat: model {model}; /help lists commands, Ctrl-D leaves.")
+        elif isinstance(event, ItemStarted):
+            self._started(event.item)
+        elif isinstance(event, ItemUpdated) and event.item.type == "agent_message":
+            self._stream_text(event.item)
+        elif isinstance(event, ItemCompleted):
+            self._completed(event.item)
+        elif isinstance(event, RefusalReported) and event.scope == "subagent":
+            self.line("subagent stopped:", WARNING_STYLE)
+            self._notice(event.notice, event.kind == "refusal")
+        elif isinstance(event, TurnFailed):
+            self._failed(event)
+
+    def _started(self, item: Item) -> None:
+        if item.type == "subagent":
+            task = sanitize(str(item.data.get("task", "")), max_chars=200, single_line=True)
+            self.line(f"subagent: {task}", TOOL_STYLE)
+
+    def _stream_text(self, item: Item) -> None:
+        # Sanitise the whole text so far, not the delta: an escape sequence split across
+        # two deltas is then still recognised and removed whole.
+        safe = sanitize(str(item.data.get("text") or ""))
+        shown = self._shown.get(item.id, "")
+        if len(safe) > len(shown):
+            self.console.print(Text(safe[len(shown) :]), end="", soft_wrap=True)
+            self._shown[item.id] = safe
+            self._mid_line = not safe.endswith("\n")
+
+    def _completed(self, item: Item) -> None:
+        data = item.data
+        if item.type == "agent_message":
+            self._message(item)
+        elif item.type == "reasoning":
+            text = sanitize(str(data.get("text", "")), max_chars=400)
+            self.line(f"thinking: {text}", HINT_STYLE)
+        elif item.type == "tool_call":
+            name = sanitize(str(data.get("name", "")), single_line=True)
+            arguments = sanitize(
+                str(data.get("arguments", "")), max_chars=TOOL_ARGUMENT_CHARS, single_line=True
+            )
+            self.line(f"tool {name} {arguments}", TOOL_STYLE)
+        elif item.type == "tool_output":
+            self._tool_output(str(data.get("output", "")), bool(data.get("is_error")))
+        elif item.type == "subagent":
+            status = sanitize(str(data.get("status", "")), single_line=True)
+            self.line(f"subagent: {status}", TOOL_STYLE)
+
+    def _message(self, item: Item) -> None:
+        text = str(item.data.get("text") or "")
+        if item.id in self._shown or self.stream:
+            # Streamed: whatever was not printed yet (normally nothing) goes out now.
+            self._stream_text(item)
+            self.end_line()
+        elif text:
+            self.console.print(Markdown(sanitize(text), hyperlinks=False))
+        if item.data.get("cut_off"):
+            self.line(CUT_OFF_MARKER, WARNING_STYLE)
+
+    def _tool_output(self, output: str, is_error: bool) -> None:
+        lines = sanitize(output).splitlines() or ["(no output)"]
+        style = ERROR_STYLE if is_error else HINT_STYLE
+        for text in lines[:TOOL_OUTPUT_LINES]:
+            self.line("  " + sanitize(text, max_chars=200), style)
+        if len(lines) > TOOL_OUTPUT_LINES:
+            self.line(f"  ({len(lines) - TOOL_OUTPUT_LINES} more lines)", HINT_STYLE)
+
+    def _failed(self, event: TurnFailed) -> None:
+        if event.outcome in NOTICE_STYLES:
+            self._notice(event.message, event.outcome is Outcome.REFUSED)
+            self.hint("/edit rephrases the refused prompt; /model NAME switches models.")
+        elif event.outcome is Outcome.CANCELLED:
+            self.cancelled()
+        else:
+            self.error(f"error ({event.outcome.code}): {sanitize(event.message)}")
+            self.hint("/retry sends the prompt again.")
+
+    def _notice(self, notice: str, refused: bool) -> None:
+        # The notice verbatim (sanitize changes nothing unless provider text in it
+        # carries control characters), in a style of its own; never wrapped by us, so
+        # the text on screen is the very string `refusals exec` prints.
+        style = NOTICE_STYLES[Outcome.REFUSED if refused else Outcome.CONTENT_FILTERED]
+        self.line(sanitize(notice), style)

@@ -1,0 +1,154 @@
+"""`refusals chat`: talk to a model at the terminal, on the loop `refusals exec` runs.
+
+The model, the mock default without a key, and the fallback options are resolved as
+`exec` resolves them (the helpers come from `refusals.cli.exec`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from refusals.loop.agent import DEFAULT_MAX_TURNS
+from refusals.loop.outcome import EXIT_USAGE
+from refusals.sanitize import sanitize
+
+
+def _fail_usage(message: str) -> None:
+    click.echo(f"refusals chat: {sanitize(message, single_line=True)}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+@click.command("chat", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8.")
+@click.option("--base-url", help="The provider's base URL (a proxy, a local server, the mock).")
+@click.option(
+    "--fallback-model",
+    "fallback_models",
+    multiple=True,
+    help="A model to try once if the primary refuses or is filtered (repeatable).",
+)
+@click.option(
+    "--fallback-scope",
+    type=click.Choice(["turn", "session"]),
+    default="turn",
+    show_default=True,
+    help="Whether a fallback holds for the turn or for the rest of the session.",
+)
+@click.option(
+    "--workspace",
+    type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path),
+    default=".",
+    help="The directory the tools may touch (default: the current one).",
+)
+@click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file (asked first).")
+@click.option("--allow-commands", is_flag=True, help="Offer run_command (asked first).")
+@click.option(
+    "--max-turns",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TURNS,
+    show_default=True,
+    help="Model calls one turn may make.",
+)
+@click.option("--no-stream", is_flag=True, help="Make whole calls; answers shown as markdown.")
+def chat_command(
+    *,
+    model: str | None,
+    base_url: str | None,
+    fallback_models: tuple[str, ...],
+    fallback_scope: Literal["turn", "session"],
+    workspace: Path,
+    allow_write: bool,
+    allow_commands: bool,
+    max_turns: int,
+    no_stream: bool,
+) -> None:
+    """Talk to a model at the terminal; a refusal is explained and never resent.
+
+    \b
+    After a refusal, /edit puts the prompt back to rephrase it and /model NAME
+    switches models; /help lists every command. Ctrl-C cancels the turn in flight,
+    Ctrl-D leaves.
+    \b
+    Examples:
+      refusals chat                                the offline mock, no key needed
+      refusals chat -m anthropic:claude-opus-4-8 --fallback-model openai:gpt-5.2
+      refusals chat --allow-write --workspace ./project
+    """
+    # The chat's own imports (prompt_toolkit, rich, the clients) load only when it runs.
+    from refusals.chat.approval import Approvals  # noqa: PLC0415
+    from refusals.chat.prompt import Prompter  # noqa: PLC0415
+    from refusals.chat.render import Renderer, make_console  # noqa: PLC0415
+    from refusals.chat.session import ChatSession  # noqa: PLC0415
+    from refusals.cli.exec import (  # noqa: PLC0415
+        SYSTEM_PROMPT,
+        UsageError,
+        _client,
+        choose_model,
+    )
+    from refusals.loop.agent import Agent  # noqa: PLC0415
+    from refusals.loop.subagents import SubagentPolicy  # noqa: PLC0415
+    from refusals.loop.workspace import Workspace  # noqa: PLC0415
+    from refusals.transport.base import ModelClient  # noqa: PLC0415
+    from refusals.transport.clients import ClientError, parse_model_string  # noqa: PLC0415
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        _fail_usage("chat needs a terminal; for scripts use `refusals exec PROMPT` (--json)")
+        return
+
+    def provider(name: str) -> str | None:
+        try:
+            return parse_model_string(name)[0]
+        except ClientError:
+            return None
+
+    primary_provider: list[str | None] = []
+
+    def make_client(name: str) -> ModelClient:
+        # --base-url is the server of the provider it was given with; a model of
+        # another provider (after /model) reads its own environment.
+        same = not primary_provider or provider(name) == primary_provider[0]
+        try:
+            return _client(name, base_url if same else None, fallback_models, fallback_scope)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+
+    try:
+        chosen, note = choose_model(model)
+        primary_provider.append(provider(chosen))
+        root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
+        first = make_client(chosen)
+    except (UsageError, ValueError) as exc:
+        _fail_usage(str(exc))
+        return
+
+    prompter = Prompter()
+    renderer = Renderer(make_console(), stream=not no_stream)
+    tools = Approvals(prompter.approve).wrap(root.tools())
+
+    def agent(client: ModelClient) -> Agent:
+        return Agent(
+            client,
+            tools=tools,
+            system=SYSTEM_PROMPT,
+            max_turns=max_turns,
+            stream=not no_stream,
+            subagents=SubagentPolicy(),
+        )
+
+    session = ChatSession(
+        chosen,
+        first,
+        make_client,
+        renderer=renderer,
+        prompter=prompter,
+        agent=agent,
+        fallback_scope=fallback_scope,
+    )
+    if note is not None:
+        renderer.hint(note)
+    asyncio.run(session.run())
