@@ -48,6 +48,20 @@ WIRES = {
     "groq": Wire("groq", "/groq/openai/v1", _key("GROQ_API_KEY"), "groq"),
     "deepseek": Wire("deepseek", "/deepseek/v1", _key("DEEPSEEK_API_KEY"), "deepseek"),
     "mistral": Wire("mistral", "/mistral/v1", _key("MISTRAL_API_KEY"), "mistral"),
+    "openai-responses": Wire("openai-responses", "/v1", _key("OPENAI_API_KEY"), "openai-responses"),
+    "gemini": Wire("gemini", "", _key("GEMINI_API_KEY"), "gemini"),
+    "vertex": Wire(
+        "vertex",
+        "",
+        (("GOOGLE_OAUTH_ACCESS_TOKEN", "test-key-h5"), ("GOOGLE_CLOUD_PROJECT", "demo")),
+        "vertex",
+    ),
+    "bedrock": Wire(
+        "bedrock",
+        "",
+        (("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"), ("AWS_SECRET_ACCESS_KEY", "test-key-h5")),
+        "bedrock",
+    ),
 }
 
 

@@ -11,16 +11,17 @@ from typing import Any
 import orjson
 import pytest
 
-from refusals import notice
+from refusals import FinishReason, LLMResponse, notice
 from refusals.loop.agent import Agent
 from refusals.loop.outcome import Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.mock import MAGIC_REFUSAL_STRING, MockApp, MockServer
 from refusals.request import Message, Request
+from refusals.transport.base import ModelClient
 from refusals.transport.clients import client_for
 from tests.cli._exec_support import WIRES, Wire, exec_on
 
-BLOCKED = {"refusal": 3, "refusal-mid-stream": 3, "filter-output": 4, "filter-prompt": 4}
+BLOCKED = ("refusal", "refusal-mid-stream", "filter-output", "filter-prompt")
 PROMPT = "Say hello."
 
 
@@ -31,38 +32,39 @@ def server() -> Iterator[MockServer]:
 
 
 @pytest.fixture
-def mock(server: MockServer) -> MockServer:
+def mock(server: MockServer, monkeypatch: pytest.MonkeyPatch) -> MockServer:
+    # The direct calls of these tests read credentials from the environment, as exec does.
+    for wire in WIRES.values():
+        for name, value in wire.env:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
     server.app.reset()
     return server
 
 
-def client(wire: Wire, server: MockServer, scenario: str) -> Any:
+def client(wire: Wire, server: MockServer, scenario: str) -> ModelClient:
     return client_for(
         wire.model(scenario), base_url=wire.base_url(server.base_url), api_key="test-key-h5"
     )
 
 
-def reference_notice(wire: Wire, server: MockServer, scenario: str, prompt: str) -> str:
-    """The notice of one direct streamed call read to its end, outside the loop."""
+def reference(wire: Wire, server: MockServer, scenario: str, prompt: str) -> tuple[str, int]:
+    """The notice of one direct streamed call read to its end, outside the loop, and
+    the exit code its kind gives (Gemini and Bedrock block as filters, not refusals)."""
 
-    async def call() -> str | None:
+    async def call() -> LLMResponse:
         model = client(wire, server, scenario)
         stream = model.stream(Request(model="", messages=[Message("user", prompt)]))
         async for _ in stream:
             pass
         await stream.aclose()
-        return notice(stream.response)
+        return stream.response
 
-    found = asyncio.run(asyncio.wait_for(call(), 20))
+    response = asyncio.run(asyncio.wait_for(call(), 20))
     server.app.reset()
-    assert found is not None
-    return found
-
-
-def with_env(wire: Wire, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in wire.env:
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    found = notice(response)
+    assert found is not None, response
+    return found, 3 if response.finish_reason is FinishReason.REFUSAL else 4
 
 
 def user_texts(body: Any) -> str:
@@ -77,16 +79,18 @@ def test_one_notice_on_every_exec_surface_and_one_request(
     mock: MockServer, wire_name: str, scenario: str
 ) -> None:
     wire = WIRES[wire_name]
-    expected = reference_notice(wire, mock, scenario, PROMPT)
+    expected, code = reference(wire, mock, scenario, PROMPT)
+    if scenario.startswith("filter"):
+        assert code == 4
     run = exec_on(wire, mock.base_url, scenario, PROMPT)
-    assert run.exit_code == BLOCKED[scenario]
+    assert run.exit_code == code
     assert run.one("refusal")["notice"] == expected
     assert run.one("turn.failed")["error"]["message"] == expected
     assert run.events[-1]["requests"] == 1
     assert mock.app.count() == 1
     mock.app.reset()
     human = exec_on(wire, mock.base_url, scenario, PROMPT, as_json=False)
-    assert human.exit_code == BLOCKED[scenario]
+    assert human.exit_code == code
     assert expected in human.stderr.splitlines()
     assert mock.app.count() == 1
 
@@ -96,11 +100,12 @@ def test_a_parent_sees_its_refused_subagent_with_the_same_notice(
     mock: MockServer, wire_name: str
 ) -> None:
     wire = WIRES[wire_name]
-    expected = reference_notice(wire, mock, "answer", f"Do this. {MAGIC_REFUSAL_STRING}")
+    expected, code = reference(wire, mock, "answer", f"Do this. {MAGIC_REFUSAL_STRING}")
+    status = "refused" if code == 3 else "content_filtered"
     run = exec_on(wire, mock.base_url, "subagent-refusal", PROMPT)
     assert run.exit_code == 0
     (subagent,) = run.items("subagent")
-    assert subagent["status"] == "refused"
+    assert subagent["status"] == status
     assert subagent["notice"] == expected
     assert subagent["retry"] is False
     refusal = run.one("refusal")
@@ -137,7 +142,8 @@ def test_a_session_goes_on_after_a_refusal_without_resending_it(
         return agent, first.outcome, second.outcome
 
     agent, first, second = asyncio.run(asyncio.wait_for(session(), 20))
-    assert (first, second) == (Outcome.REFUSED, Outcome.SUCCESS)
+    assert first in (Outcome.REFUSED, Outcome.CONTENT_FILTERED)
+    assert second is Outcome.SUCCESS
     assert mock.app.count() == 2
     later = mock.app.requests[1].body
     assert MAGIC_REFUSAL_STRING not in user_texts(later)
