@@ -84,7 +84,6 @@ def test_anthropic_body_has_alternating_turns_with_tool_use_and_tool_result_bloc
             },
         ],
         "tools": [{"name": "read_file", "description": "Read a file.", "input_schema": SCHEMA}],
-        "temperature": 0.2,
         "stop_sequences": ["END"],
         "stream": True,
     }
@@ -127,6 +126,12 @@ def test_a_final_assistant_prefill_loses_its_trailing_whitespace() -> None:
         "content": [{"type": "text", "text": "Partial text"}],
     }
     assert body["max_tokens"] == builders.DEFAULT_MAX_TOKENS
+
+
+def test_anthropic_gets_no_temperature_which_its_current_api_does_not_take() -> None:
+    assert "temperature" not in builders.anthropic_body(conversation(), stream=True).body
+    older = builders.anthropic_body(conversation(extra={"temperature": 0.2}), stream=True)
+    assert older.body["temperature"] == 0.2
 
 
 def test_extra_options_are_merged_last() -> None:

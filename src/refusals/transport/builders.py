@@ -115,7 +115,10 @@ def _anthropic_blocks(message: Message, *, last: bool) -> list[JsonObject]:
 
 
 def anthropic_body(request: Request, *, stream: bool) -> AnthropicBody:
-    """The Messages body; `fallbacks` and a credit token bring their beta features."""
+    """The Messages body; `fallbacks` and a credit token bring their beta features.
+
+    `Request.temperature` is not sent (see below).
+    """
     messages: list[JsonObject] = []
     runs = list(_runs(request.messages))
     for index, (role, group) in enumerate(runs):
@@ -135,8 +138,8 @@ def anthropic_body(request: Request, *, stream: bool) -> AnthropicBody:
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    # The current Messages API (and its SDK) has no `temperature`: newer models reject it,
+    # so it is not sent; older models still take it through `Request.extra`.
     if request.stop:
         body["stop_sequences"] = list(request.stop)
     if stream:
