@@ -77,7 +77,8 @@ class GeminiWire(Wire):
             if not isinstance(content, dict):
                 raise BadRequest(f"contents[{index}]: expected an object")
             parts = [p for p in content.get("parts") or [] if isinstance(p, dict)]
-            results = [p["functionResponse"] for p in parts if "functionResponse" in p]
+            results = [_field(p, "functionResponse") for p in parts]
+            results = [r for r in results if r is not None]
             if content.get("role", "user") == "user":
                 texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
                 if texts:
@@ -86,15 +87,15 @@ class GeminiWire(Wire):
             if results and isinstance(results[-1], dict):
                 conv.tool_result = text_of(results[-1].get("response"))
         for tool in body.get("tools") or []:
-            declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+            declarations = _field(tool, "functionDeclarations")
             for declaration in declarations if isinstance(declarations, list) else []:
                 if isinstance(declaration, dict) and isinstance(declaration.get("name"), str):
-                    schema = declaration.get("parametersJsonSchema", declaration.get("parameters"))
+                    schema = _field(declaration, "parametersJsonSchema", "parameters")
                     schema = schema if isinstance(schema, dict) else {}
                     conv.tools.append(Tool(declaration["name"], _lower_types(schema)))
-        config = body.get("generationConfig")
+        config = _field(body, "generationConfig")
         if isinstance(config, dict):
-            schema = config.get("responseJsonSchema", config.get("responseSchema"))
+            schema = _field(config, "responseJsonSchema", "responseSchema")
             if isinstance(schema, dict):
                 conv.output_schema = _lower_types(schema)
         return conv
@@ -161,6 +162,19 @@ class GeminiWire(Wire):
             candidate = {"content": {"parts": [], "role": "model"}, **final}
             chunks.append({"candidates": [candidate], "usageMetadata": usage, **envelope})
         return chunks
+
+
+def _field(value: Any, *names: str) -> Any:
+    """The first of `names` present in `value`, by its JSON name or its proto field name:
+    Google's JSON parsers accept both `functionDeclarations` and `function_declarations`."""
+    if not isinstance(value, dict):
+        return None
+    for name in names:
+        snake = "".join("_" + c.lower() if c.isupper() else c for c in name)
+        for key in (name, snake):
+            if key in value:
+                return value[key]
+    return None
 
 
 def _merge(chunks: list[dict[str, Any]]) -> dict[str, Any]:
