@@ -263,3 +263,51 @@ def test_usage_errors_are_one_line_with_exit_code_2(
     assert expected in lines[0]
     assert "sk-secret-value" not in run.stderr + run.stdout
     assert "Traceback" not in run.stderr
+
+
+# On every wire: what a scenario may end as (Gemini and Bedrock block refusals as
+# filters; a pause is Anthropic's alone, others answer).
+ALLOWED_EXITS = {
+    **{name: {0} for name in ("answer", "tool-then-answer", "subagent", "subagent-refusal")},
+    **{name: {0} for name in ("slow", "rate-limited")},
+    **{
+        name: {3, 4}
+        for name in (
+            "refusal",
+            "refusal-mid-stream",
+            "refusal-recommended",
+            "fallback-served",
+            "fallback-declined",
+        )
+    },
+    "filter-output": {4},
+    "filter-prompt": {4},
+    "length": {1},
+    "pause-turn": {0, 1},
+    **{
+        name: {1} for name in ("overloaded", "server-error", "reset-mid-stream", "truncated-stream")
+    },
+}
+OTHER_WIRES = sorted(set(WIRES) - {"anthropic"})
+# Faults that cost the transport's backoff on every wire are covered once per wire.
+QUICK = sorted(set(ALLOWED_EXITS) - {"slow", "overloaded", "server-error"})
+
+
+@pytest.mark.parametrize("scenario", QUICK)
+@pytest.mark.parametrize("wire_name", OTHER_WIRES)
+def test_every_scenario_on_every_wire_ends_as_documented(
+    mock: MockServer, wire_name: str, scenario: str
+) -> None:
+    run = exec_on(WIRES[wire_name], mock.base_url, scenario, "Say hello.")
+    assert run.exit_code in ALLOWED_EXITS[scenario], (run.stderr, run.events[-3:])
+    types = [e["type"] for e in run.events]
+    assert types[:2] == ["thread.started", "turn.started"]
+    assert types[-1] == "thread.completed"
+    assert types[-2] == ("turn.completed" if run.exit_code == 0 else "turn.failed")
+    assert run.events[-1]["exit_code"] == run.exit_code
+    assert run.events[-1]["requests"] == mock.app.count()
+    if run.exit_code in (3, 4):
+        assert run.one("refusal")["notice"] == run.one("turn.failed")["error"]["message"]
+        assert mock.app.count() == 1
+    elif scenario != "subagent-refusal":
+        assert run.of_type("refusal") == []
