@@ -289,6 +289,7 @@ class HTTPClient:
         self._http = http_client
         self._owns_http = http_client is None
         self._http_loop: asyncio.AbstractEventLoop | None = None
+        self._pool_owner: HTTPClient | None = None
         self._attempts: list[Attempt] = []
 
     def __repr__(self) -> str:
@@ -319,9 +320,9 @@ class HTTPClient:
             signer=self._signer,
             settings=self._settings,
         )
+        # The pool stays this client's: the other borrows whatever pool it has now.
+        other._pool_owner = self
         other._owns_http = False
-        if self._http is None:
-            other._http = self._client()
         return other
 
     def sync(self) -> SyncClient:
@@ -355,6 +356,8 @@ class HTTPClient:
     # --- the request --------------------------------------------------------------
 
     def _client(self) -> httpx.AsyncClient:
+        if self._pool_owner is not None:
+            return self._pool_owner._client()
         if not self._owns_http and self._http is not None:
             return self._http
         try:
