@@ -10,7 +10,8 @@ import pytest
 
 from refusals.mock import SCENARIOS as CATALOGUE
 from refusals.mock import MockApp, MockServer
-from tests.cli._exec_support import WIRES, exec_on, run_exec
+from refusals.refusal import FALLBACK_DECLINED_SENTENCE
+from tests.cli._exec_support import WIRES, ExecRun, exec_on, run_exec
 
 ANTHROPIC = WIRES["anthropic"]
 
@@ -311,3 +312,50 @@ def test_every_scenario_on_every_wire_ends_as_documented(
         assert mock.app.count() == 1
     elif scenario != "subagent-refusal":
         assert run.of_type("refusal") == []
+
+
+def fallback_run(server: MockServer, primary: str, fallback: str) -> ExecRun:
+    return run_exec(
+        "--model",
+        ANTHROPIC.model(primary),
+        "--fallback-model",
+        ANTHROPIC.model(fallback),
+        "--base-url",
+        server.base_url,
+        "Say hello.",
+        env=dict(ANTHROPIC.env),
+    )
+
+
+def test_a_fallback_model_answers_and_the_declined_partial_output_is_retracted(
+    mock: MockServer,
+) -> None:
+    run = fallback_run(mock, "refusal-mid-stream", "answer")
+    assert run.exit_code == 0
+    first, second = run.items("agent_message")
+    assert first["cut_off"] is True and first["retracted"] is True
+    assert second == {
+        "id": second["id"],
+        "type": "agent_message",
+        "text": "Mock answer: Say hello.",
+    }
+    assert run.of_type("refusal") == []
+    assert mock.app.count(model="mock-refusal-mid-stream") == 1
+    assert mock.app.count(model="mock-answer") == 1
+    assert run.events[-1]["requests"] == 2
+
+
+def test_a_fallback_that_also_declines_says_so_in_the_notice(mock: MockServer) -> None:
+    run = fallback_run(mock, "refusal", "refusal-mid-stream")
+    assert run.exit_code == 3
+    refusal = run.one("refusal")
+    assert FALLBACK_DECLINED_SENTENCE in refusal["notice"]
+    assert refusal["notice"] == run.one("turn.failed")["error"]["message"]
+    assert mock.app.count(model="mock-refusal") == 1
+    assert mock.app.count(model="mock-refusal-mid-stream") == 1
+
+
+def test_a_fallback_to_the_same_model_is_never_asked(mock: MockServer) -> None:
+    run = fallback_run(mock, "refusal", "refusal")
+    assert run.exit_code == 3
+    assert mock.app.count() == 1

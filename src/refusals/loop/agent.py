@@ -51,6 +51,7 @@ from refusals.loop.subagents import (
 from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
 from refusals.model import LLMResponse, ToolCall, Usage
 from refusals.request import Message, Request
+from refusals.stream import FallbackSeam
 from refusals.transport.base import ModelClient
 
 DEFAULT_MAX_TURNS = 20
@@ -256,10 +257,20 @@ class Agent:
             item.data["text"] += text
             self.emit(ItemUpdated(Item(item.id, item.type, dict(item.data))))
 
+        def on_seam(seam: FallbackSeam) -> None:
+            # The model that declined was cut off: what it showed is not the answer
+            # (a prefill the next model continues comes back in the final content).
+            if streamed:
+                item = streamed.pop()
+                item.data.update(cut_off=True, retracted=True)
+                self.emit(ItemCompleted(item))
+
         started = len(self.client.attempts)
         self._in_flight.append(started)
         try:
-            step = await run_step(self.client, request, stream=self.stream, on_text=on_text)
+            step = await run_step(
+                self.client, request, stream=self.stream, on_text=on_text, on_seam=on_seam
+            )
         except asyncio.CancelledError:
             raise  # still in flight: counted as a request the run made
         except BaseException:
@@ -282,7 +293,10 @@ class Agent:
             if not text:
                 return None
             item = self._item(turn, "agent_message", {"text": text})
-        item.data["text"] = item.data.get("text") or text
+        elif flags.get("cut_off") or not text:
+            pass  # cut off: only what was shown counts
+        else:
+            item.data["text"] = text
         item.data.update(flags)
         self.emit(ItemCompleted(item))
         return item.id

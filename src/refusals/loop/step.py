@@ -17,6 +17,7 @@ from refusals.model import FinishReason, LLMResponse
 from refusals.refusal import notice
 from refusals.request import Request
 from refusals.stream import (
+    FallbackSeam,
     ReasoningDelta,
     StreamAccumulator,
     StreamEvent,
@@ -98,11 +99,13 @@ async def run_step(
     stream: bool = True,
     on_text: TextSink | None = None,
     on_reasoning: TextSink | None = None,
+    on_seam: Callable[[FallbackSeam], None] | None = None,
 ) -> Step:
     """Make one call and classify it; streamed text goes to `on_text` as it arrives.
 
     Streaming stops at a refusal or filter verdict: no output after it is shown, and the
-    connection is closed once the facts the notice needs have arrived (bounded).
+    connection is closed once the facts the notice needs have arrived (bounded). A
+    fallback chain's `FallbackSeam` (another model takes over) goes to `on_seam`.
     """
     if not stream:
         return _step(await client.complete(request))
@@ -124,6 +127,8 @@ async def run_step(
                 on_text(event.text)
             elif isinstance(event, ReasoningDelta) and on_reasoning is not None:
                 on_reasoning(event.text)
+            elif isinstance(event, FallbackSeam) and on_seam is not None:
+                on_seam(event)
     finally:
         await call.aclose()
     response = call.response
