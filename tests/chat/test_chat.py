@@ -43,7 +43,7 @@ def server() -> Iterator[MockServer]:
         yield running
 
 
-def exec_notice(server: MockServer, model: str, prompt: str) -> str:
+def exec_notice(server: MockServer, model: str, prompt: str, code: int = 3) -> str:
     """The notice `refusals exec` prints for the same model and prompt (its stderr line)."""
     done = subprocess.run(
         [
@@ -63,8 +63,8 @@ def exec_notice(server: MockServer, model: str, prompt: str) -> str:
         timeout=30,
         check=False,
     )
-    assert done.returncode == 3, done.stderr
-    notices = [line for line in done.stderr.splitlines() if line.startswith("The model declined")]
+    assert done.returncode == code, done.stderr
+    notices = [line for line in done.stderr.splitlines() if line.startswith("The ")]
     assert len(notices) == 1, done.stderr
     return notices[0]
 
@@ -181,12 +181,13 @@ def test_model_rejects_a_bad_model_string_in_one_line_and_keeps_the_current_mode
     [
         (
             "turn",
-            "the switch lasts for this turn only; the next turn goes to anthropic:mock-refusal",
+            "the switch lasts for this turn only (the next turn goes to anthropic:mock-refusal).",
             ["mock-refusal", "mock-answer"],
         ),
         (
             "session",
-            "the switch lasts for the rest of the session",
+            "the switch lasts for the rest of the session "
+            "(/model anthropic:mock-refusal goes back).",
             ["mock-answer"],
         ),
     ],
@@ -198,7 +199,10 @@ def test_a_fallback_answer_says_which_model_answered_and_how_long_the_switch_las
     with chat(server.base_url, "anthropic:mock-refusal", *args) as session:
         session.say("hi")
         session.expect(r"^Mock answer: hi$")
-        line = session.expect(r"the fallback model anthropic:mock-answer answered:[^\n]*")
+        line = session.expect(
+            r"^Answered by the fallback model anthropic:mock-answer "
+            r"after anthropic:mock-refusal declined; [^\n]*"
+        )
         assert lasts in line.group(0)
         session.prompt()
         session.say("more")

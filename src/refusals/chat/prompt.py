@@ -76,6 +76,9 @@ class Prompter:
                 f"{question} [y]es / [n]o / [a]lways this session: ",
                 validator=_ApprovalValidator(),
                 validate_while_typing=False,
+                # The turn's own Ctrl-C handler stays in place (prompt_toolkit would
+                # remove it on the way out); in the raw-mode prompt Ctrl-C is a key.
+                handle_sigint=False,
             )
         except (KeyboardInterrupt, EOFError):
             return None

@@ -156,12 +156,14 @@ class ChatSession:
             return
         answered = sanitize(response.fallback_model or response.model or "?", single_line=True)
         declined = ", ".join(sanitize(m, single_line=True) for m in response.declined_models)
-        who = f"{declined} declined; " if declined else ""
+        after = f" after {declined} declined" if declined else ""
         if self.fallback_scope == "session":
-            lasts = f"the switch lasts for the rest of the session (/model {self.model} goes back)"
+            lasts = f"the rest of the session (/model {self.model} goes back)"
         else:
-            lasts = f"the switch lasts for this turn only; the next turn goes to {self.model}"
-        self.renderer.info(f"{who}the fallback model {answered} answered: {lasts}.")
+            lasts = f"this turn only (the next turn goes to {self.model})"
+        self.renderer.info(
+            f"Answered by the fallback model {answered}{after}; the switch lasts for {lasts}."
+        )
 
     def completion(self) -> ThreadCompleted:
         """The session's `thread.completed` as of now (the last turn's outcome)."""

@@ -1,0 +1,60 @@
+"""Approval of commands in `refusals chat`, and Ctrl-C at the approval question; in a
+pseudo-terminal against the mock server (writes are in test_chat.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from refusals.mock import MockServer
+from tests.chat._pty import AnswersToolResults, anthropic_events, chat, scenario_file
+
+
+def _calls(tmp_path: Path, name: str, arguments: dict[str, object]) -> AnswersToolResults:
+    rule = {
+        "prompt_contains": "please",
+        "events": anthropic_events(
+            [{"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments}],
+            stop_reason="tool_use",
+        ),
+    }
+    return AnswersToolResults(scenario_file(tmp_path / "rules.json", [rule]))
+
+
+def test_a_command_runs_only_after_the_user_allows_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    app = _calls(tmp_path, "run_command", {"command": "echo made > made.txt; echo ran"})
+    args = ("--allow-commands", "--workspace", str(workspace))
+    with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
+        session.say("run it please")
+        session.expect(r"^tool run_command \{")
+        session.expect(r"allow run_command\(command='echo made > made.txt; echo ran'\)\?")
+        assert not (workspace / "made.txt").exists()
+        session.say("yes")
+        session.expect(r"^  exit status 0$")
+        session.expect(r"^  ran$")
+        session.expect(r"^Mock answer: run it please$")
+        session.prompt()
+        assert session.quit() == 0
+    assert (workspace / "made.txt").read_text() == "made\n"
+
+
+def test_ctrl_c_at_the_approval_question_cancels_the_turn_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    app = _calls(tmp_path, "write_file", {"path": "x.txt", "content": "x"})
+    args = ("--allow-write", "--workspace", str(workspace))
+    with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
+        session.say("write please")
+        session.expect(r"allow write_file\(path='x.txt'")
+        session.child.sendintr()
+        session.expect(r"Turn cancelled \(Ctrl-C\); it is not kept in the conversation")
+        session.prompt()
+        session.say("/history")
+        session.expect(r"^you: write please  \(cancelled, not sent again\)$")
+        session.prompt()
+        assert session.quit() == 0
+    assert list(workspace.iterdir()) == []
+    assert server.app.count() == 1
