@@ -20,6 +20,38 @@ SIGV4 = (
 )
 
 
+WIRES = (
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "gemini",
+    "vertex",
+    "bedrock",
+    "cohere",
+    "ollama",
+    "openrouter",
+    "xai",
+    "groq",
+    "deepseek",
+    "mistral",
+)
+REFUSING = {
+    "anthropic",
+    "openai-chat",
+    "openai-responses",
+    "azure",
+    "openrouter",
+    "xai",
+    "groq",
+    "deepseek",
+    "mistral",
+}
+"""Wires with a refusal signal of their own."""
+BLOCKING = {"gemini", "vertex", "bedrock", "cohere"}
+"""Wires whose only word for a declined request is a content block."""
+
+
 @dataclass(frozen=True)
 class WireCall:
     """One request to the mock: where it goes, with which headers and body."""

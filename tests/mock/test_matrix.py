@@ -18,38 +18,8 @@ from refusals import StreamDecoder
 from refusals.mock import SCENARIOS, MockServer
 from refusals.model import LLMResponse
 from refusals.providers import normalize
-from tests.mock._wires import call
+from tests.mock._wires import BLOCKING, REFUSING, WIRES, call
 
-WIRES = (
-    "anthropic",
-    "openai-chat",
-    "openai-responses",
-    "azure",
-    "gemini",
-    "vertex",
-    "bedrock",
-    "cohere",
-    "ollama",
-    "openrouter",
-    "xai",
-    "groq",
-    "deepseek",
-    "mistral",
-)
-REFUSING = {
-    "anthropic",
-    "openai-chat",
-    "openai-responses",
-    "azure",
-    "openrouter",
-    "xai",
-    "groq",
-    "deepseek",
-    "mistral",
-}
-"""Wires with a refusal signal of their own."""
-BLOCKING = {"gemini", "vertex", "bedrock", "cohere"}
-"""Wires whose only word for a declined request is a content block."""
 PROMPT_FILTER_STATUS = {"openrouter": 403, "xai": 403}
 TIMEOUT = httpx.Timeout(10.0)
 
