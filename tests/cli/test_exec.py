@@ -3,11 +3,15 @@ events and exit code, the event schema, usage errors, the workspace, and the moc
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from refusals.cli.exec import HumanRenderer
+from refusals.loop.events import TurnFailed
+from refusals.loop.outcome import Outcome
 from refusals.mock import SCENARIOS as CATALOGUE
 from refusals.mock import MockApp, MockServer
 from refusals.refusal import FALLBACK_DECLINED_SENTENCE
@@ -359,3 +363,39 @@ def test_a_fallback_to_the_same_model_is_never_asked(mock: MockServer) -> None:
     run = fallback_run(mock, "refusal", "refusal")
     assert run.exit_code == 3
     assert mock.app.count() == 1
+
+
+def test_max_turns_ends_a_task_as_turn_limit_with_exit_1(mock: MockServer) -> None:
+    run = exec_on(ANTHROPIC, mock.base_url, "tool-then-answer", "--max-turns", "1", "List.")
+    assert run.exit_code == 1
+    assert run.events[-1]["outcome_code"] == "turn_limit"
+    assert run.events[-1]["subtype"] == "error_max_turns"
+    assert mock.app.count() == 1
+
+
+@pytest.mark.parametrize("scenario", ["answer", "refusal", "server-error", "filter-prompt"])
+def test_the_api_key_appears_in_no_output(mock: MockServer, scenario: str) -> None:
+    sentinel = "sk-ant-SENTINEL-h5-0123456789"
+    for as_json in (True, False):
+        run = run_exec(
+            "--model",
+            ANTHROPIC.model(scenario),
+            "--base-url",
+            mock.base_url,
+            "Say hello.",
+            env={"ANTHROPIC_API_KEY": sentinel},
+            as_json=as_json,
+        )
+        assert run.exit_code in (0, 1, 3, 4)
+        assert sentinel not in run.stdout + run.stderr
+
+
+def test_human_mode_strips_terminal_controls_from_provider_text_only() -> None:
+    err = io.StringIO()
+    renderer = HumanRenderer(err)
+    message = "The model declined this request: \x1b]0;pwned\x07no\x1b[2J. Rephrase it."
+    renderer(TurnFailed(message, Outcome.REFUSED))
+    assert err.getvalue() == "The model declined this request: no. Rephrase it.\n"
+    clean = "The model declined this request: no. The request was not retried."
+    renderer(TurnFailed(clean, Outcome.REFUSED))
+    assert err.getvalue().splitlines()[-1] == clean

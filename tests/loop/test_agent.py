@@ -25,7 +25,14 @@ from refusals.loop.outcome import Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.loop.tools import ToolRegistry
 from refusals.model import FinishReason
-from refusals.stream import RefusalDelta, StreamError, StreamEvent, TextDelta, Verdict
+from refusals.stream import (
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Verdict,
+)
 from tests.loop._scripted import ScriptedClient, refusal, sent_texts, text, tool_call
 
 T = TypeVar("T")
@@ -353,3 +360,37 @@ def test_cancelling_a_run_ends_it_as_cancelled_with_its_events() -> None:
 def test_each_outcome_has_its_documented_exit_code(outcome: Outcome, code: int) -> None:
     assert outcome.exit_code == code
     assert outcome.is_error is (outcome is not Outcome.SUCCESS)
+
+
+def test_subagents_run_at_most_max_concurrent_at_once_and_nest_to_max_depth() -> None:
+    running = [0]
+    peak = [0]
+
+    class Slow(ScriptedClient):
+        def stream(self, request: Any) -> Any:
+            inner = super().stream(request)
+            events = inner._events
+
+            async def tracked() -> Any:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+                await asyncio.sleep(0.05)
+                async for event in events():
+                    yield event
+                running[0] -= 1
+
+            inner._events = tracked  # type: ignore[method-assign]
+            return inner
+
+    two: list[StreamEvent] = [
+        ToolCallDelta(0, "c1", "spawn_agent", orjson.dumps({"task": "task one"}).decode()),
+        ToolCallDelta(1, "c2", "spawn_agent", orjson.dumps({"task": "task two"}).decode()),
+        Verdict(FinishReason.TOOL_CALLS, "tool_use"),
+    ]
+    client = Slow([two, text("one done"), text("two done"), text("both done")])
+    agent, _ = agent_for(client, subagents=SubagentPolicy(max_concurrent=1, max_depth=2))
+    result = run(agent.run("delegate two"))
+    assert result.text == "both done"
+    assert peak[0] == 1
+    # Depth 2: the children are offered spawn_agent themselves.
+    assert "spawn_agent" in [spec.name for spec in client.requests[1].tools]
