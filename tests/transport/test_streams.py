@@ -266,3 +266,24 @@ def test_a_corrupt_event_stream_decodes_the_same_however_it_is_chunked(
     whole, _ = decode_stream(raw)
     chunked = decode_chunked(raw, sizes).response
     assert chunked == whole
+
+
+def test_an_event_stream_error_message_header_is_redacted_and_bounded() -> None:
+    key = "sk-proj-" + "S3NT1NEL" + "x9Y8" * 10
+    raw = encode_event_stream(
+        {":event-type": "messageStart", ":message-type": "event"}, b'{"role":"assistant"}'
+    ) + encode_event_stream(
+        {
+            ":message-type": "error",
+            ":error-code": "UnrecognizedClientException",
+            ":error-message": f"Incorrect API key provided: {key}. " + "more " * 1000,
+        },
+        b"",
+    )
+    response, _ = decode_stream(raw)
+    assert response.error is not None and response.error.message is not None
+    assert "S3NT1NEL" not in response.error.message
+    assert response.error.message.startswith(
+        "UnrecognizedClientException: Incorrect API key provided: [redacted]"
+    )
+    assert len(response.error.message) <= 1000

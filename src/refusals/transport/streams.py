@@ -28,6 +28,7 @@ from refusals.providers import (
     openai_chat,
     openai_responses,
 )
+from refusals.providers._common import bounded_message
 from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import (
     MAX_EVENT_STREAM_MESSAGE,
@@ -226,9 +227,11 @@ class StreamDecoder:
             if message.message_type == "error":
                 # A service error outside the modelled exceptions: it ends the stream, and
                 # only its headers say what happened.
+                # Provider text: redacted and bounded like every other error message.
                 code = message.headers.get(":error-code", "UnknownError")
                 text = message.headers.get(":error-message", "")
-                events += self._error(f"{code}: {text}".rstrip(": "), ErrorKind.TRANSIENT)
+                shown = bounded_message(f"{code}: {text}".rstrip(": ")) or code
+                events += self._error(shown, ErrorKind.TRANSIENT)
             else:
                 events += self._dispatch(message.event_type, message.payload)
         return events
