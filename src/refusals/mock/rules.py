@@ -88,13 +88,13 @@ def load_rules(path: Path) -> Rules:
 
 def parse_rules(data: Any, source: str = "scenario file") -> Rules:
     """Rules from decoded data (`{"rules": [...]}`); `ScenarioFileError` when unusable."""
+    unknown = sorted(set(data) - {"rules"}) if isinstance(data, dict) else []
+    if unknown:
+        raise ScenarioFileError(f"{source}: unknown top-level key {unknown[0]!r}; expected 'rules'")
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise ScenarioFileError(
             f"{source}: expected a top-level 'rules' list ([[rules]] tables in TOML)"
         )
-    unknown = sorted(set(data) - {"rules"})
-    if unknown:
-        raise ScenarioFileError(f"{source}: unknown top-level key {unknown[0]!r}; expected 'rules'")
     return Rules([_rule(item, f"{source}: rule {i + 1}") for i, item in enumerate(data["rules"])])
 
 
