@@ -75,7 +75,7 @@ CASES = [(w, s) for w in sorted(WIRES) for s in sorted(BLOCKED)]
 
 
 @pytest.mark.parametrize(("wire_name", "scenario"), CASES)
-def test_one_notice_on_every_exec_surface_and_one_request(
+def test_one_notice_on_every_exec_surface_streamed_or_not_and_one_request(
     mock: MockServer, wire_name: str, scenario: str
 ) -> None:
     wire = WIRES[wire_name]
@@ -92,6 +92,12 @@ def test_one_notice_on_every_exec_surface_and_one_request(
     human = exec_on(wire, mock.base_url, scenario, PROMPT, as_json=False)
     assert human.exit_code == code
     assert expected in human.stderr.splitlines()
+    assert mock.app.count() == 1
+    mock.app.reset()
+    whole = exec_on(wire, mock.base_url, scenario, "--no-stream", PROMPT)
+    assert whole.exit_code == code
+    assert whole.one("refusal")["notice"] == whole.one("turn.failed")["error"]["message"]
+    assert whole.one("refusal")["notice"] == expected
     assert mock.app.count() == 1
 
 

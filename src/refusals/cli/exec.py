@@ -168,8 +168,15 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
     assert task is not None
     # Ctrl-C cancels the run, which ends as `cancelled` with its events; a second one
     # while it winds down is ignored so that nothing is cut mid-write.
-    loop.add_signal_handler(signal.SIGINT, task.cancel)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    interrupted: list[bool] = []
+
+    def cancel_once() -> None:
+        if not interrupted:
+            interrupted.append(True)
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, cancel_once)
+    loop.add_signal_handler(signal.SIGTERM, cancel_once)
     try:
         return await agent.run(prompt)
     finally:
@@ -259,6 +266,41 @@ def exec_command(
       refusals exec -m anthropic:claude-opus-4-8 --json "List the TODOs" > events.jsonl
       echo "Fix the typo in setup.py" | refusals exec --allow-write -m openai:gpt-5.2 -
     """
+    try:
+        _exec(
+            prompt=prompt,
+            model=model,
+            base_url=base_url,
+            max_turns=max_turns,
+            fallback_models=fallback_models,
+            fallback_scope=fallback_scope,
+            allow_write=allow_write,
+            allow_commands=allow_commands,
+            workspace=workspace,
+            output_last_message=output_last_message,
+            no_stream=no_stream,
+            as_json=as_json,
+        )
+    except KeyboardInterrupt:
+        # Ctrl-C before the run started (reading stdin, starting up): nothing to report.
+        sys.exit(Outcome.CANCELLED.exit_code)
+
+
+def _exec(
+    *,
+    prompt: str | None,
+    model: str | None,
+    base_url: str | None,
+    max_turns: int,
+    fallback_models: tuple[str, ...],
+    fallback_scope: Literal["turn", "session"],
+    allow_write: bool,
+    allow_commands: bool,
+    workspace: Path,
+    output_last_message: Path | None,
+    no_stream: bool,
+    as_json: bool,
+) -> None:
     try:
         text = read_prompt(prompt, sys.stdin)
         chosen, note = choose_model(model)
