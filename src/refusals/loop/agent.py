@@ -23,6 +23,7 @@ from refusals.loop.events import (
     Item,
     ItemCompleted,
     ItemStarted,
+    ItemType,
     ItemUpdated,
     RefusalReported,
     Scope,
@@ -252,10 +253,10 @@ class Agent:
         def on_text(text: str) -> None:
             if not streamed:
                 streamed.append(self._item(turn, "agent_message", {"text": ""}))
-                self.emit(ItemStarted(streamed[0]))
+                self.emit(ItemStarted(_snapshot(streamed[0])))
             item = streamed[0]
             item.data["text"] += text
-            self.emit(ItemUpdated(Item(item.id, item.type, dict(item.data))))
+            self.emit(ItemUpdated(_snapshot(item)))
 
         def on_seam(seam: FallbackSeam) -> None:
             # The model that declined was cut off: what it showed is not the answer
@@ -280,8 +281,8 @@ class Agent:
         self._streamed = streamed[0] if streamed else None
         return step
 
-    def _item(self, turn: _Turn, kind: str, data: dict[str, object]) -> Item:
-        item = Item(self.ids(), kind, data)  # type: ignore[arg-type]
+    def _item(self, turn: _Turn, kind: ItemType, data: dict[str, object]) -> Item:
+        item = Item(self.ids(), kind, data)
         turn.item_ids.append(item.id)
         return item
 
@@ -441,7 +442,7 @@ class Agent:
         tools = [str(n) for n in names] if isinstance(names, list) else None
         item = self._item(turn, "subagent", {"call_id": call.id, "task": task, "tools": tools})
         item.data["status"] = "running"
-        self.emit(ItemStarted(Item(item.id, item.type, dict(item.data))))
+        self.emit(ItemStarted(_snapshot(item)))
         result = await self.subagents.run(
             task, tools, item.id, lambda t, n, i: self._run_child(turn, t, n, i)
         )
@@ -562,6 +563,11 @@ _SPAWN_SCHEMA = {
     },
     "required": ["task"],
 }
+
+
+def _snapshot(item: Item) -> Item:
+    """A copy of `item` as it is now: an event's item never changes after it was sent."""
+    return Item(item.id, item.type, dict(item.data))
 
 
 def _unreachable(**_: object) -> str:
