@@ -391,3 +391,23 @@ def test_fallbacks_of_the_same_provider_share_the_endpoint(app: MockApp) -> None
     chain = chain_for(app, "refusal", "answer")
     assert [c.model for c in chain.clients] == ["mock:mock-refusal", "mock:mock-answer"]
     assert repr(chain) == "FallbackChain([mock:mock-refusal, mock:mock-answer], scope='turn')"
+
+
+def test_a_caller_that_stops_at_the_final_verdict_still_gets_the_hop_records(
+    app: MockApp,
+) -> None:
+    chain = chain_for(app, "refusal", "refusal-mid-stream")
+
+    async def go() -> LLMResponse:
+        handle = chain.stream(hello())
+        async for event in handle:
+            if isinstance(event, Verdict):
+                break
+        await handle.aclose()
+        return handle.response
+
+    response = run(go())
+    assert response.finish_reason is FinishReason.REFUSAL
+    notice = refusals.notice(response)
+    assert notice is not None
+    assert notice.endswith(DECLINED_ENDING)

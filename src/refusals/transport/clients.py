@@ -544,12 +544,17 @@ class HTTPStream:
         self._response = LLMResponse(model=client.model_name, provider=client.provider)
         self._iterator: AsyncIterator[StreamEvent] | None = None
         self._http: httpx.Response | None = None
+        # While a body is being decoded, `response` is read from its decoder, so that a
+        # caller who stops at the verdict still gets what arrived.
+        self._live: StreamDecoder | None = None
 
     def __repr__(self) -> str:
         return f"HTTPStream(model={self._client.model!r})"
 
     @property
     def response(self) -> LLMResponse:
+        if self._live is not None:
+            return self._client._finish(self._live.response, None)
         return self._response
 
     @property
@@ -643,6 +648,7 @@ class HTTPStream:
         client, call = self._client, self._call
         decoder = StreamDecoder(client.normalize_as)
         held: list[StreamEvent] = []
+        self._live = decoder
         shown = False
         broke: httpx.TransportError | None = None
         received = 0
@@ -662,6 +668,7 @@ class HTTPStream:
                         held.append(event)
         except httpx.TransportError as exc:
             broke = exc
+        self._live = None
         closing = decoder.close()
         result = decoder.response
         if broke is not None:

@@ -30,6 +30,7 @@ the seam's detail says `prefill`: then the next model continues it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -175,12 +176,16 @@ class _Route:
 
 
 def _compose(final: LLMResponse, details: list[str], prefill: str | None) -> LLMResponse:
-    """The answering (or last declining) response with the chain's hops recorded."""
-    if details:
-        final.reasoning_details = [*details, *(final.reasoning_details or [])]
+    """The answering (or last declining) response with the chain's hops recorded (a copy:
+    the hop's own response is left as it came)."""
+    content = final.content
     if prefill and not _is_blocked(final):
-        final.content = prefill + (final.content or "")
-    return final
+        content = prefill + (content or "")
+    if not details and content == final.content:
+        return final
+    return dataclasses.replace(
+        final, reasoning_details=[*details, *(final.reasoning_details or [])], content=content
+    )
 
 
 class FallbackChain:
@@ -313,9 +318,15 @@ class ChainStream:
         self._attempts: list[Attempt] = []
         self._inner: ModelStream | None = None
         self._iterator: AsyncIterator[StreamEvent] | None = None
+        self._done = False
+        # The hops so far, for a caller who reads `response` before the chain ends.
+        self._details: list[str] = []
+        self._prefill: str | None = None
 
     @property
     def response(self) -> LLMResponse:
+        if not self._done and self._inner is not None:
+            return _compose(self._inner.response, self._details, self._prefill)
         return self._response
 
     @property
@@ -343,35 +354,28 @@ class ChainStream:
     async def _run(self) -> AsyncIterator[StreamEvent]:
         chain = self._chain
         route = chain._route()
+        self._details = route.details
         source = route.current
         blocked: LLMResponse | None = None
-        prefill: str | None = None
         hop_req = chain._first_request(self._request, source)
         while True:
             inner = route.current.stream(hop_req)
             self._inner = inner
-            seam: StreamEvent | None = None
-            if blocked is not None:
-                trigger = (
-                    "refusal"
-                    if blocked.finish_reason is FinishReason.REFUSAL
-                    else ("content_filter")
-                )
-                seam = FallbackSeam(Fallback(source.model, route.current.model, trigger))
             held: list[StreamEvent] = []
             opened = False
             withheld: Verdict | None = None
             async for event in inner:
-                final_verdict = (
-                    isinstance(event, Verdict) and event.finish_reason is not FinishReason.ERROR
-                )
                 if not opened:
+                    final_verdict = (
+                        isinstance(event, Verdict) and event.finish_reason is not FinishReason.ERROR
+                    )
                     if not (final_verdict or shows_output(event)):
                         held.append(event)
                         continue
+                    # The model answered (or declined): this hop counts from here on.
                     opened = True
-                    if seam is not None:
-                        yield seam
+                    if blocked is not None:
+                        yield self._record(source, route.current, blocked)
                     for earlier in held:
                         yield earlier
                     held.clear()
@@ -386,31 +390,46 @@ class ChainStream:
             self._collect(inner)
             result = inner.response
             if result.finish_reason is FinishReason.ERROR and blocked is not None and not opened:
+                # The fallback could not be asked: try the next, else report the refusal.
                 nxt = route.peek(None)
                 if nxt is None:
-                    self._response = _compose(blocked, route.details, None)
+                    self._finish(_compose(blocked, route.details, None))
                     yield Verdict(
                         blocked.finish_reason, blocked.raw_finish_reason, blocked.stop_details
                     )
                     return
                 route.advance(*nxt)
-                hop_req, prefill = hop_request(self._request, blocked, source, route.current)
+                hop_req, self._prefill = hop_request(self._request, blocked, source, route.current)
                 continue
-            if blocked is not None:
-                route.details.append(
-                    hop_detail(source.model, route.current.model, blocked, prefill=bool(prefill))
-                )
+            if blocked is not None and not opened:
+                yield self._record(source, route.current, blocked)
             if _is_blocked(result):
                 nxt = route.peek(result.stop_details)
                 if nxt is not None:
                     blocked, source = result, route.current
                     route.advance(*nxt)
-                    hop_req, prefill = hop_request(self._request, blocked, source, route.current)
+                    hop_req, self._prefill = hop_request(
+                        self._request, blocked, source, route.current
+                    )
                     continue
             for event in held:
                 yield event
             if withheld is not None:
                 yield withheld
-            self._response = _compose(result, route.details, prefill)
+            self._finish(_compose(result, route.details, self._prefill))
             chain._settle(route, self._response)
             return
+
+    def _record(
+        self, source: ModelClient, target: ModelClient, blocked: LLMResponse
+    ) -> FallbackSeam:
+        """Record the hop from `source` to `target`; the seam event that marks it."""
+        self._details.append(
+            hop_detail(source.model, target.model, blocked, prefill=bool(self._prefill))
+        )
+        trigger = "refusal" if blocked.finish_reason is FinishReason.REFUSAL else "content_filter"
+        return FallbackSeam(Fallback(source.model, target.model, trigger))
+
+    def _finish(self, response: LLMResponse) -> None:
+        self._response = response
+        self._done = True
