@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from refusals import normalize, notice
 from refusals.cli import main
+from refusals.cli.inspect import _dumps
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 EXAMPLE = Path(__file__).parents[2] / "examples" / "anthropic-refusal.json"
@@ -419,3 +420,10 @@ def test_json_lines_with_cr_line_ends_are_read_as_a_stream(tmp_path: Path, newli
     assert data["streamed"] is True
     assert data["provider"] == "gemini"
     assert data["finish_reason"] == "stop"
+
+
+def test_json_output_survives_text_the_fast_encoder_refuses() -> None:
+    # A lone surrogate (from a decoded dict, say) is escaped, and the line stays JSON.
+    line = _dumps({"model": "claude\ud83d", "notice": None})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert orjson.loads(line.replace(b"\\ud83d", b"")) == {"model": "claude", "notice": None}

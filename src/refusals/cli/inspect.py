@@ -355,8 +355,9 @@ def _dumps(result: dict[str, Any]) -> bytes:
 
 
 def _fail(name: str, message: str) -> None:
-    shown = sanitize(name, single_line=True, max_chars=200)
-    click.echo(f"refusals inspect: {shown}: {sanitize(message, single_line=True)}", err=True)
+    shown = sanitize(name, single_line=True, max_chars=_SHORT_FIELD)
+    text = sanitize(message, single_line=True, max_chars=_NOTICE_DISPLAY)
+    click.echo(f"refusals inspect: {shown}: {text}", err=True)
     sys.exit(EXIT_USAGE)
 
 
