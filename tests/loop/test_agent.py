@@ -111,9 +111,9 @@ def test_partial_output_before_a_refusal_is_kept_as_a_marked_fragment_and_retrac
     assert reported.retracted_item_ids == [fragment.item.id]
     assert reported.refused_item_id != fragment.item.id
     entries = agent.transcript.entries
-    assert [(e.message.role, e.withdrawn, e.cut_off) for e in entries] == [
-        ("user", True, False),
-        ("assistant", True, True),
+    assert [(e.message.role, e.withdrawn, e.refused, e.cut_off) for e in entries] == [
+        ("user", True, True, False),
+        ("assistant", True, True, True),
     ]
     run(agent.run_turn("next"))
     assert sent_texts(client.requests[1]) == ["next"]

@@ -507,7 +507,7 @@ class Agent:
         shown = self._streamed is not None
         if shown or (not self.stream and response.cut_off and response.content):
             fragment_id = self._show_text(turn, response, cut_off=True, retracted=True)
-        self.transcript.withdraw_turn(turn.number)
+        self.transcript.withdraw_turn(turn.number, refused=True)
         if fragment_id is not None:
             text = self._streamed.data["text"] if self._streamed is not None else response.content
             self.transcript.add_fragment(str(text or ""), turn=turn.number, item_id=fragment_id)

@@ -26,7 +26,9 @@ class Entry:
     turn: int
     item_id: str | None = None
     withdrawn: bool = False
-    """Part of a refused or filtered exchange: shown, never sent again."""
+    """Never sent again: part of a refused, filtered, failed or cancelled turn."""
+    refused: bool = False
+    """Part of a refused or content-filtered exchange (withdrawn too)."""
     cut_off: bool = False
     """Partial output a refusal, filter or error interrupted: not a finished answer."""
 
@@ -43,16 +45,19 @@ class Transcript:
         return entry
 
     def add_fragment(self, text: str, *, turn: int, item_id: str | None) -> Entry:
-        """Keep cut-off partial output, marked, out of every later request."""
-        entry = Entry(Message("assistant", text), turn, item_id, withdrawn=True, cut_off=True)
+        """Keep partial output a refusal or filter cut off, marked, out of every request."""
+        entry = Entry(
+            Message("assistant", text), turn, item_id, withdrawn=True, refused=True, cut_off=True
+        )
         self.entries.append(entry)
         return entry
 
-    def withdraw_turn(self, turn: int) -> list[Entry]:
-        """Mark everything turn `turn` added as withdrawn; the entries, in order."""
+    def withdraw_turn(self, turn: int, *, refused: bool = False) -> list[Entry]:
+        """Mark everything turn `turn` added as withdrawn (and `refused`); the entries."""
         withdrawn = [entry for entry in self.entries if entry.turn == turn]
         for entry in withdrawn:
             entry.withdrawn = True
+            entry.refused = entry.refused or refused
         return withdrawn
 
     def messages(self) -> list[Message]:
