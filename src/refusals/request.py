@@ -52,13 +52,14 @@ class Message:
 class Request:
     """Everything one model call needs; fields not given take empty defaults.
 
-    `model` is the provider's own model name (no `provider:` prefix). `fallbacks` lists
+    `model` is the provider's own model name (no `provider:` prefix); the clients send
+    their own model instead, so it may stay empty. `fallbacks` lists
     models for Anthropic's server-side fallback (ignored by other wire formats).
     `extra` is merged into the provider body last, for options this model lacks.
     `fallback_credit_token` and `betas` are Anthropic-only, set by the fallback chain.
     """
 
-    model: str
+    model: str = ""
     messages: list[Message] = field(default_factory=list)
     system: str | None = None
     tools: list[ToolSpec] = field(default_factory=list)

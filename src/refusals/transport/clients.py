@@ -293,7 +293,7 @@ class HTTPClient:
         self._attempts: list[Attempt] = []
 
     def __repr__(self) -> str:
-        return f"HTTPClient(model={self.model!r}, base_url={self.base_url!r})"
+        return f"HTTPClient(model={self.model!r}, base_url={redact(self.base_url)!r})"
 
     @property
     def model(self) -> str:
