@@ -164,7 +164,10 @@ class MockApp:
         if path.startswith("/_mock/"):
             await _send(send, self._control(method, path))
             return
-        found = route(path, query, headers) if method == "POST" else None
+        # Routes match the raw path: a Bedrock model ARN holds an encoded "/" (%2F).
+        raw_path = scope.get("raw_path")
+        routed = bytes(raw_path).decode("latin-1") if raw_path else path
+        found = route(routed, query, headers) if method == "POST" else None
         if found is None:
             text = f"no mock route for {method} {path}; see docs/mock.md for the paths served"
             await _send(send, json_reply(404, {"error": {"message": text, "type": "not_found"}}))

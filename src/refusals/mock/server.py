@@ -78,7 +78,7 @@ class MockServer:
             port=self._requested_port,
             log_level=self._log_level,
             lifespan="off",
-            access_log=False,
+            access_log=self._log_level in ("info", "debug"),
             timeout_graceful_shutdown=2,
         )
         self._server = uvicorn.Server(config)
