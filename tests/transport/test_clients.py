@@ -19,7 +19,7 @@ from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.request import Message, Request
 from refusals.stream import StreamError, StreamEvent, TextDelta, Verdict
 from refusals.transport.base import Attempt
-from refusals.transport.clients import ClientError, client_for
+from refusals.transport.clients import ClientError, HTTPClient, client_for, parse_model_string
 from refusals.transport.retry import RetryPolicy, retry_after
 
 from ._mockwire import CASES, SENTINEL_KEY, Sleeps, WireCase, hello, key_for, run
@@ -416,3 +416,130 @@ def test_a_server_without_a_key_gets_no_authorization_header(server: MockServer)
     assert response.error is not None
     assert response.error.kind is ErrorKind.AUTH
     assert server.app.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "name"),
+    [
+        ("anthropic:claude-opus-4-8", "anthropic", "claude-opus-4-8"),
+        ("ollama:llama3:8b", "ollama", "llama3:8b"),
+        (
+            "bedrock:arn:aws:bedrock:us-east-1::foundation-model/x",
+            "bedrock",
+            "arn:aws:bedrock:us-east-1::foundation-model/x",
+        ),
+        (" OpenAI : gpt-5.2 ", "openai", "gpt-5.2"),
+    ],
+)
+def test_a_model_string_splits_at_its_first_colon(model: str, provider: str, name: str) -> None:
+    assert parse_model_string(model) == (provider, name)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("gpt-5.2", "model 'gpt-5.2' names no provider: write PROVIDER:MODEL"),
+        ("acme:model", "unknown provider 'acme' in model 'acme:model'; expected one of: anthropic"),
+        ("openai:", "model 'openai:' names no model after 'openai'"),
+    ],
+)
+def test_a_bad_model_string_is_a_one_line_client_error(model: str, message: str) -> None:
+    with pytest.raises(ClientError) as caught:
+        parse_model_string(model)
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "env", "url", "auth"),
+    [
+        ("anthropic:m", {}, "https://api.anthropic.com/v1/messages", ("x-api-key", "KEY")),
+        (
+            "openai:m",
+            {},
+            "https://api.openai.com/v1/chat/completions",
+            ("authorization", "Bearer KEY"),
+        ),
+        (
+            "openai-responses:m",
+            {},
+            "https://api.openai.com/v1/responses",
+            ("authorization", "Bearer KEY"),
+        ),
+        (
+            "groq:m",
+            {},
+            "https://api.groq.com/openai/v1/chat/completions",
+            ("authorization", "Bearer KEY"),
+        ),
+        (
+            "azure:my-deploy",
+            {
+                "AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com",
+                "OPENAI_API_VERSION": "2024-10-21",
+            },
+            "https://res.openai.azure.com/openai/deployments/my-deploy/chat/completions?api-version=2024-10-21",
+            ("api-key", "KEY"),
+        ),
+        (
+            "gemini:gemini-2.5-pro",
+            {},
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            ("x-goog-api-key", "KEY"),
+        ),
+        (
+            "vertex:gemini-2.5-pro",
+            {"GOOGLE_CLOUD_PROJECT": "proj", "GOOGLE_CLOUD_LOCATION": "europe-west4"},
+            "https://europe-west4-aiplatform.googleapis.com/v1/projects/proj/locations/europe-west4/publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            ("authorization", "Bearer KEY"),
+        ),
+        (
+            "bedrock:anthropic.claude-x:0",
+            {"AWS_REGION": "us-west-2"},
+            "https://bedrock-runtime.us-west-2.amazonaws.com/model/anthropic.claude-x%3A0/converse-stream",
+            ("authorization", "Bearer KEY"),
+        ),
+    ],
+)
+def test_each_provider_is_reached_at_its_documented_url_with_its_auth_header(
+    model: str,
+    env: dict[str, str],
+    url: str,
+    auth: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client = client_for(model, api_key="KEY")
+    assert isinstance(client, HTTPClient)
+    prepared = client._prepare(hello(), stream=True)
+    assert prepared.url == url
+    assert prepared.headers[auth[0]] == auth[1]
+
+
+def test_an_azure_ad_token_is_sent_as_a_bearer_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", SENTINEL_KEY)
+    client = client_for("azure:d", base_url="https://res.openai.azure.com")
+    assert isinstance(client, HTTPClient)
+    headers = client._prepare(hello(), stream=False).headers
+    assert headers["authorization"] == f"Bearer {SENTINEL_KEY}"
+    assert "api-key" not in headers
+
+
+def test_bedrock_requests_are_signed_with_sigv4_from_the_aws_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDMOCKEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SENTINEL_KEY)
+    client = client_for("bedrock:m")
+    assert isinstance(client, HTTPClient)
+    headers = client._prepare(hello(), stream=False).headers
+    assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDMOCKEXAMPLE/")
+    assert "/us-east-1/bedrock/aws4_request" in headers["Authorization"]
+    assert SENTINEL_KEY not in repr(headers)
+    assert SENTINEL_KEY not in repr(client)
