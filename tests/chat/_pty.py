@@ -82,8 +82,15 @@ class Chat:
                 raise AssertionError(f"{pattern!r} not shown; the screen:\n{self.text[-3000:]}")
 
     def prompt(self) -> None:
-        """Wait until the input line is ready."""
-        self.expect(PROMPT)
+        """Wait until the input line is ready (an empty `you>` that stays empty)."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            found = self.expect(PROMPT, max(deadline - time.monotonic(), 0.0))
+            # A read may end inside the echo of a line just typed ("you>" then " text"):
+            # only a prompt that nothing follows for a moment is the ready input line.
+            self.settle(0.15)
+            if not self.text[found.end() :].strip():
+                return
 
     def say(self, line: str) -> None:
         """Type a line and press Enter."""

@@ -32,7 +32,9 @@ def test_a_content_filter_stop_marks_the_partial_output_and_prints_the_exec_filt
         session.say("describe it")
         session.expect(re.escape(PARTIAL_TEXT.strip()))
         session.expect(r"^" + re.escape(CUT_OFF_MARKER))
-        found = session.expect(r"^The provider's content filter blocked this request[^\n]*")
+        found = session.expect(
+            r"^The provider's content filter blocked this request[^\n]*switch models\."
+        )
         session.prompt()
         session.say("/retry")
         session.expect(r"/retry: the last turn was blocked by a content filter")
