@@ -264,7 +264,7 @@ def test_the_primary_of_a_chain_asks_for_credit_tokens(app: MockApp) -> None:
     chain = chain_for(app, "answer", "refusal")
     primary = chain.clients[0]
     assert isinstance(primary, HTTPClient)
-    prepared = primary._prepare(chain._first_request(hello(), primary), stream=True)
+    prepared = primary._prepare(chain._for_client(hello(), primary), stream=True)
     assert FALLBACK_CREDIT_BETA in prepared.headers["anthropic-beta"].split(",")
 
 

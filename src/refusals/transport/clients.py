@@ -846,6 +846,10 @@ def client_for(
     """
     if timeout <= 0:
         raise ClientError(f"timeout must be positive seconds, got {timeout!r}")
+    if fallback_scope not in ("turn", "session"):
+        raise ClientError(f"fallback_scope must be 'turn' or 'session', got {fallback_scope!r}")
+    if max_hops is not None and max_hops < 0:
+        raise ClientError(f"max_hops cannot be negative, got {max_hops!r}")
     policy = retry if retry is not None else RetryPolicy()
     primary = _make_client(
         model,

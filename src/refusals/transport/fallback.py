@@ -255,8 +255,9 @@ class FallbackChain:
         route.tried.add(self._start.model)
         return route
 
-    def _first_request(self, request: Request, client: ModelClient) -> Request:
-        # Anthropic mints a credit token only when the refused request carried the beta.
+    def _for_client(self, request: Request, client: ModelClient) -> Request:
+        """`request` as sent to `client` in this chain: with the credit-token beta when it
+        is an Anthropic client (a token is minted only for requests that carry it)."""
         wanted = _wire(client) == "anthropic" and len(self.clients) > 1
         if wanted and FALLBACK_CREDIT_BETA not in request.betas:
             request = request.with_model(request.model)
@@ -275,7 +276,7 @@ class FallbackChain:
         source = route.current
         blocked: LLMResponse | None = None
         prefill: str | None = None
-        hop_req = self._first_request(request, source)
+        hop_req = self._for_client(request, source)
         while True:
             before = len(route.current.attempts)
             result = await route.current.complete(hop_req)
@@ -287,6 +288,7 @@ class FallbackChain:
                     return _compose(blocked, route.details, None)
                 route.advance(*nxt)
                 hop_req, prefill = hop_request(request, blocked, source, route.current)
+                hop_req = self._for_client(hop_req, route.current)
                 continue
             if blocked is not None:
                 route.details.append(
@@ -298,6 +300,7 @@ class FallbackChain:
                     blocked, source = result, route.current
                     route.advance(*nxt)
                     hop_req, prefill = hop_request(request, blocked, source, route.current)
+                    hop_req = self._for_client(hop_req, route.current)
                     continue
             final = _compose(result, route.details, prefill)
             self._settle(route, final)
@@ -357,7 +360,7 @@ class ChainStream:
         self._details = route.details
         source = route.current
         blocked: LLMResponse | None = None
-        hop_req = chain._first_request(self._request, source)
+        hop_req = chain._for_client(self._request, source)
         while True:
             inner = route.current.stream(hop_req)
             self._inner = inner
@@ -400,6 +403,7 @@ class ChainStream:
                     return
                 route.advance(*nxt)
                 hop_req, self._prefill = hop_request(self._request, blocked, source, route.current)
+                hop_req = chain._for_client(hop_req, route.current)
                 continue
             if blocked is not None and not opened:
                 yield self._record(source, route.current, blocked)
@@ -411,6 +415,7 @@ class ChainStream:
                     hop_req, self._prefill = hop_request(
                         self._request, blocked, source, route.current
                     )
+                    hop_req = chain._for_client(hop_req, route.current)
                     continue
             for event in held:
                 yield event
