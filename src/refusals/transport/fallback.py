@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -42,6 +42,9 @@ from refusals.request import Message, Request
 from refusals.stream import FallbackSeam, StreamEvent, Verdict
 from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
 from refusals.transport.builders import FALLBACK_CREDIT_BETA
+
+if TYPE_CHECKING:
+    from refusals.transport.clients import SyncClient
 
 __all__ = ["FallbackChain", "hop_detail", "hop_request"]
 
@@ -238,7 +241,7 @@ class FallbackChain:
         for client in self.clients:
             client.begin_turn()
 
-    def sync(self) -> Any:
+    def sync(self) -> SyncClient:
         """This chain behind a blocking facade (`refusals.transport.clients.SyncClient`)."""
         from refusals.transport.clients import SyncClient  # noqa: PLC0415 - avoids a cycle
 
