@@ -172,6 +172,8 @@ REDACTED = "[redacted]"
 # One alternative a kind of secret: (what names it, kept when names are kept; the secret).
 # Alternatives are tried in this order where several start at the same place: the ones
 # that read further (query parameters before headers, `sk-...` with dots before without).
+# Secrets are matched where no letter or digit comes right before them (an underscore
+# may): a key glued to a word (`api_key_sk-...`, `token=AKIA...`) is still a key.
 _NAMED_SECRETS = (
     # OpenAI and xAI echo the wrong key: "Incorrect API key provided: sk-...." (a final "."
     # is prose).
@@ -186,23 +188,44 @@ _NAMED_SECRETS = (
         r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?)",
         r"[^\s\"',)\]}]+",
     ),
+    # AWS credentials by name, in headers, config files and SDK dumps.
+    (
+        r"(?i:(?:aws_secret_access_key|aws_session_token|secretaccesskey|sessiontoken"
+        r"|x-amz-security-token)[\"']?\s*[:=]?\s*[\"']?)",
+        r"[A-Za-z0-9/+=_-]{8,}",
+    ),
     # Other credential headers, with the authorization scheme.
     (
-        r"(?i:(?:x-amz-security-token|api[-_ ]?key|authorization)[\"']?\s*[:=]\s*[\"']?"
+        r"(?i:(?:api[-_ ]?key|authorization|ocp-apim-subscription-key)[\"']?\s*[:=]\s*[\"']?"
         r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?)",
         r"[^\s\"',;}]+",
     ),
     (r"(?i:\bbearer\s+)", r"[^\s\"',)\]}]+"),
+    # An unprefixed key (Azure's 32 hex digits, Mistral's 32 and Cohere's 40 characters)
+    # after a word that names a key: "invalid api key abc123...", "token 'abc123...'". At
+    # least 20 characters with a digit among them, so prose after the word is kept.
+    (
+        r"(?i:\b(?:api[-_ ]?keys?|keys?|tokens?|secrets?|passwords?|subscription[-_ ]keys?"
+        r"|credentials?)\b(?:\s+(?:is|was|of))?[\"'`]?\s*[:=]?\s*[\"'`]?)",
+        r"(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}",
+    ),
 )
-_PROSE_NAMES = 2
-"""How many of the first alternatives are named by prose, which is kept in every case."""
+_PROSE_NAMES = frozenset({0, 1, len(_NAMED_SECRETS) - 1})
+"""The alternatives named by prose, which is kept in every case."""
+_EDGE = r"(?<![A-Za-z0-9])"
 _BARE_SECRETS = (
     # Keys: OpenAI `sk-...`, `sk-proj-...`, Groq `gsk_...`, xAI `xai-...`, Stripe-style
     # `rk_`/`pk_`; Anthropic `sk-ant-...`; AWS access key ids; Google API keys.
-    r"\b(?:sk|gsk|xai|rk|pk)[-_][A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*-]",
-    r"(?i:\bsk-[A-Za-z0-9_-]{6,})",
-    r"(?i:\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)",
-    r"(?i:\bAIza[0-9A-Za-z_-]{10,})",
+    _EDGE + r"(?:sk|gsk|xai|rk|pk)[-_][A-Za-z0-9_*.-]{5,}[A-Za-z0-9_*-]",
+    _EDGE + r"(?i:sk-[A-Za-z0-9_-]{6,})",
+    _EDGE + r"(?:AKIA|ASIA|AROA|AIDA)[0-9A-Z]{16}(?![0-9A-Za-z])",
+    _EDGE + r"AIza[0-9A-Za-z_-]{10,}",
+    # Google OAuth access tokens, JWTs (`eyJ` is `{"` in base64), AWS session tokens.
+    _EDGE + r"ya29\.[0-9A-Za-z_.-]{10,}",
+    _EDGE + r"eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+){0,2}",
+    _EDGE + r"(?:IQoJb3JpZ2lu|FwoGZXIvYXdz)[A-Za-z0-9/+=]{8,}",
+    # A key alone in quotes: 32 or 40 letters and digits with at least one digit.
+    r"(?<=[\"'`])(?=[A-Za-z]*[0-9])[A-Za-z0-9]{32}(?:[A-Za-z0-9]{8})?(?=[\"'`])",
 )
 _SECRETS = re.compile(
     "|".join(
@@ -210,7 +233,7 @@ _SECRETS = re.compile(
         + list(_BARE_SECRETS)
     )
 )
-_KEPT_NAMES = frozenset(f"n{i}" for i in range(_PROSE_NAMES))
+_KEPT_NAMES = frozenset(f"n{i}" for i in _PROSE_NAMES)
 
 
 def redact(text: str, *, keep_names: bool = True) -> str:

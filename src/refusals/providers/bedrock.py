@@ -47,6 +47,9 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    FINAL as _FINAL,
+)
+from refusals.providers._common import (
     JsonObject,
     NormalizeError,
     arr,
@@ -608,6 +611,25 @@ class StreamDecoder(WireDecoder):
             outcome, stop = _guardrail_outcome(FinishReason.STOP, guardrail)
             if outcome is FinishReason.CONTENT_FILTER:
                 events.append(Verdict(outcome, None, stop))
+        return events
+
+    def service_error(self, code: str | None, message: str | None) -> list[StreamEvent]:
+        """An event-stream message of type `error` (outside the modelled exceptions), whose
+        `:error-code` and `:error-message` headers are all it says: a transient fault,
+        unless the message says a filter blocked the request. The message is redacted and
+        bounded like any error body's; the events are folded in and returned."""
+        name = _exception_name(code) or "UnknownError"
+        text = _bounded_message(message)
+        result = parse_error({"__type": name, "message": text or ""}, None, self.acc.provider)
+        kind = ErrorKind.POLICY if says_blocked(text) else ErrorKind.TRANSIENT
+        error = ProviderError(kind, None, name, f"{name}: {text}" if text else name)
+        events: list[StreamEvent] = [StreamError(error.message or name, error)]
+        if kind is ErrorKind.POLICY and (
+            self.acc.verdict is None or self.acc.verdict.finish_reason not in _FINAL
+        ):
+            events.append(Verdict(FinishReason.CONTENT_FILTER, name, result.stop_details))
+        for event in events:
+            self.acc.apply(event, self.acc.events_seen)
         return events
 
     def _exception(self, name: str, payload: Any) -> list[StreamEvent]:

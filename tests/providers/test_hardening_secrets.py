@@ -1,0 +1,274 @@
+"""Secrets: a key put into any error text of any provider survives nowhere in the result.
+
+One redaction function (`_common.redact`) runs wherever provider text becomes a message;
+the property test below inserts a sentinel key, in every form a provider or a gateway may
+echo, into every error-text shape we read (bodies, pages, stream error events, errors in a
+200 body, filter and moderation errors) and looks for it in the message, the notice, the
+repr and every reasoning detail.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refusals import notice
+from refusals.model import LLMResponse
+from refusals.providers import bedrock, normalize
+from refusals.providers._common import REDACTED, redact
+from refusals.transport.streams import decode_stream
+
+ALNUM = string.ascii_letters + string.digits
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "_-"
+
+
+def chars(alphabet: str, size: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet, min_size=size, max_size=size)
+
+
+def with_digit(alphabet: str, size: int) -> st.SearchStrategy[str]:
+    # Unprefixed keys are told from prose by a digit among their characters.
+    return chars(alphabet, size - 1).map(lambda s: s[: size // 2] + "7" + s[size // 2 :])
+
+
+# (the text that carries the key, the part of it that must not survive)
+KeyText = tuple[str, str]
+
+
+def _openai(secret: str) -> KeyText:
+    return f"Incorrect API key provided: sk-proj-{secret}.", secret
+
+
+KEY_FORMS: dict[str, st.SearchStrategy[KeyText]] = {
+    "openai echoed": chars(URLSAFE, 40).map(_openai),
+    "openai bare": chars(ALNUM, 40).map(lambda s: (f"sk-proj-{s}", s)),
+    "glued to a word": chars(ALNUM, 32).map(lambda s: (f"api_key_sk-{s}", s)),
+    "anthropic": chars(URLSAFE, 40).map(lambda s: (f"x-api-key: sk-ant-api03-{s}", s)),
+    "groq": chars(ALNUM, 40).map(lambda s: (f"gsk_{s}", s)),
+    "xai": chars(ALNUM, 40).map(lambda s: (f"xai-{s}", s)),
+    "google key": chars(URLSAFE, 35).map(lambda s: (f"?key=AIza{s}", s)),
+    "google key glued": chars(URLSAFE, 35).map(lambda s: (f"key_AIza{s}", s)),
+    "azure hex after key words": with_digit("0123456789abcdef", 32).map(
+        lambda s: (f"Invalid subscription key {s}", s)
+    ),
+    "azure header": with_digit("0123456789abcdef", 32).map(
+        lambda s: (f"Ocp-Apim-Subscription-Key: {s}", s)
+    ),
+    "mistral in quotes": with_digit(ALNUM, 32).map(lambda s: (f"the key '{s}' is not valid", s)),
+    "cohere after token": with_digit(ALNUM, 40).map(lambda s: (f"invalid api token: {s}", s)),
+    "cohere in quotes": with_digit(ALNUM, 40).map(lambda s: (f'"{s}"', s)),
+    "jwt": st.tuples(chars(URLSAFE, 20), chars(URLSAFE, 30), chars(URLSAFE, 43)).map(
+        lambda p: (f"Bearer eyJ{p[0]}.eyJ{p[1]}.{p[2]}", p[1])
+    ),
+    "jwt bare": st.tuples(chars(URLSAFE, 20), chars(URLSAFE, 30)).map(
+        lambda p: (f"token eyJ{p[0]}.eyJ{p[1]}", p[1])
+    ),
+    "google oauth": chars(URLSAFE, 60).map(lambda s: (f"ya29.{s}", s)),
+    "aws access key id": chars(string.ascii_uppercase + string.digits, 16).map(
+        lambda s: (f"ASIA{s}", s)
+    ),
+    "aws key id glued": chars(string.ascii_uppercase + string.digits, 16).map(
+        lambda s: (f"Credential=AKIA{s}/20270101/us-east-1/bedrock/aws4_request", s)
+    ),
+    "aws secret": chars(B64, 40).map(lambda s: (f"aws_secret_access_key={s}", s)),
+    "aws session token": chars(B64, 120).map(
+        lambda s: (f"X-Amz-Security-Token: IQoJb3JpZ2lu{s}", s)
+    ),
+    "aws session token bare": chars(B64, 120).map(lambda s: (f"IQoJb3JpZ2lu{s}", s)),
+}
+
+PROSE = st.text(string.ascii_letters + " .,:;()", max_size=40).map(lambda s: f"{s} " if s else s)
+
+
+# Error-text shapes: a message → what we read. Each returns the response to search.
+def _body(payload: Any, status: int | None, provider: str | None = None, **kw: Any) -> Any:
+    return lambda: normalize(json.dumps(payload).encode(), provider, status, **kw)
+
+
+def _stream(raw: bytes, provider: str | None = None) -> Callable[[], LLMResponse]:
+    return lambda: decode_stream(raw, provider)[0]
+
+
+def _sse(*events: tuple[str | None, Any]) -> bytes:
+    out = b""
+    for name, body in events:
+        if name is not None:
+            out += f"event: {name}\n".encode()
+        out += b"data: " + json.dumps(body).encode() + b"\n\n"
+    return out
+
+
+def shapes(m: str) -> dict[str, Callable[[], LLMResponse]]:
+    anthropic_start = {
+        "type": "message_start",
+        "message": {"id": "msg", "model": "claude", "content": [], "usage": {}},
+    }
+    chat_chunk = {"id": "c", "object": "chat.completion.chunk", "model": "gpt-4o"}
+    return {
+        "anthropic body": _body({"type": "error", "error": {"type": "x", "message": m}}, 401),
+        "anthropic page": lambda: normalize(f"<html><title>{m}</title></html>", "anthropic", 502),
+        "openai body": _body({"error": {"message": m, "type": "invalid_request_error"}}, 401),
+        "openai plain text": lambda: normalize(m, None, 500),
+        "azure filter error": _body(
+            {
+                "error": {
+                    "code": "content_filter",
+                    "message": m,
+                    "innererror": {"code": "ResponsibleAIPolicyViolation"},
+                }
+            },
+            400,
+        ),
+        "openrouter raw": _body(
+            {
+                "error": {
+                    "code": 403,
+                    "message": "Provider returned error",
+                    "metadata": {"raw": m, "provider_name": "P"},
+                }
+            },
+            403,
+        ),
+        "openrouter moderation": _body(
+            {
+                "error": {
+                    "code": 403,
+                    "message": m,
+                    "metadata": {"reasons": ["hate"], "flagged_input": m},
+                }
+            },
+            403,
+        ),
+        "openrouter error in a 200 body": _body(
+            {
+                "id": "gen",
+                "object": "chat.completion",
+                "model": "x",
+                "provider": "P",
+                "choices": [{"index": 0, "message": {"content": "a"}, "finish_reason": "stop"}],
+                "error": {"code": 502, "message": m},
+            },
+            None,
+        ),
+        "xai": _body({"code": "Client specified an invalid argument", "error": m}, 400, "xai"),
+        "mistral": _body({"object": "error", "message": m, "type": "invalid_request"}, 401),
+        "gemini": _body({"error": {"code": 400, "message": m, "status": "INVALID_ARGUMENT"}}, 400),
+        "gemini array": _body([{"error": {"code": 403, "message": m, "status": "X"}}], None),
+        "bedrock header": _body(
+            {"message": m}, 403, headers={"x-amzn-errortype": "AccessDeniedException"}
+        ),
+        "bedrock boto3": _body({"Error": {"Code": "AccessDeniedException", "Message": m}}, None),
+        "cohere": _body({"message": m}, 401, "cohere"),
+        "ollama": _body({"error": m}, 500, "ollama"),
+        "azure filter did not run": _body(
+            {
+                "id": "c",
+                "object": "chat.completion",
+                "model": "gpt-4o",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"content": "a"},
+                        "finish_reason": "stop",
+                        "content_filter_results": {"error": {"code": "x", "message": m}},
+                    }
+                ],
+            },
+            None,
+        ),
+        "anthropic stream error": _stream(
+            _sse(
+                ("message_start", anthropic_start),
+                ("error", {"type": "error", "error": {"type": "overloaded_error", "message": m}}),
+            )
+        ),
+        "chat stream error body": _stream(
+            _sse((None, {**chat_chunk, "choices": []}), (None, {"error": {"message": m}}))
+        ),
+        "responses stream error": _stream(
+            _sse(("error", {"type": "error", "code": "x", "message": m, "sequence_number": 1}))
+        ),
+        "gemini stream error": _stream(
+            _sse((None, {"error": {"code": 500, "message": m, "status": "INTERNAL"}}))
+        ),
+        "bedrock stream exception": _stream(
+            json.dumps({"messageStart": {"role": "assistant"}}).encode()
+            + b"\n"
+            + json.dumps({"validationException": {"message": m}}).encode()
+            + b"\n"
+        ),
+        "ollama stream error": _stream(json.dumps({"error": m}).encode() + b"\n", "ollama"),
+        "bedrock event-stream error headers": lambda: _service_error(m),
+    }
+
+
+def _service_error(message: str) -> LLMResponse:
+    decoder = bedrock.StreamDecoder("bedrock")
+    decoder.service_error("InternalFailure", message)
+    decoder.close()
+    return decoder.response
+
+
+SHAPE_NAMES = sorted(shapes("x"))
+
+
+def texts_of(response: LLMResponse) -> list[str]:
+    found = [repr(response), notice(response) or ""]
+    if response.error is not None:
+        found.append(response.error.message or "")
+    for detail in response.reasoning_details or ():
+        found.append(detail if isinstance(detail, str) else json.dumps(detail))
+    return found
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    form=st.sampled_from(sorted(KEY_FORMS)),
+    shape=st.sampled_from(SHAPE_NAMES),
+    before=PROSE,
+    after=PROSE,
+    data=st.data(),
+)
+def test_a_key_in_any_error_text_of_any_provider_survives_nowhere(
+    form: str, shape: str, before: str, after: str, data: st.DataObject
+) -> None:
+    carrier, secret = data.draw(KEY_FORMS[form])
+    message = f"{before}{carrier} {after}".strip()
+    response = shapes(message)[shape]()
+    for text in texts_of(response):
+        assert secret not in text, (form, shape, text)
+        assert secret[:12] not in text, (form, shape, text)
+
+
+@pytest.mark.parametrize("shape", SHAPE_NAMES)
+def test_every_error_shape_carries_the_provider_message_somewhere(shape: str) -> None:
+    # Otherwise the property above would pass for a shape that drops the text entirely.
+    response = shapes("Something went wrong here")[shape]()
+    assert any("Something went wrong here" in text for text in texts_of(response)), shape
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the token limit was exceeded", "the token limit was exceeded"),
+        ("desk-lamp task_manager risk-free", "desk-lamp task_manager risk-free"),
+        ("api key abcdefghij is wrong", "api key abcdefghij is wrong"),
+        ("api_key_sk-abcdef1234567890 bad", f"api_key_{REDACTED} bad"),
+        (
+            "invalid api token: Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90",
+            "invalid api token: " + REDACTED,
+        ),
+        ("Credential=AKIAABCDEFGHIJKLMNOP/2027", f"Credential={REDACTED}/2027"),
+    ],
+)
+def test_redaction_keeps_prose_and_names_and_takes_only_the_secret(
+    text: str, expected: str
+) -> None:
+    assert redact(text) == expected
