@@ -620,7 +620,9 @@ class StreamDecoder(WireDecoder):
         bounded like any error body's; the events are folded in and returned."""
         name = _exception_name(code) or "UnknownError"
         text = _bounded_message(message)
-        result = parse_error({"__type": name, "message": text or ""}, None, self.acc.provider)
+        result = parse_error(
+            {"__type": name, "message": text or ""}, None, self.acc.provider or "bedrock"
+        )
         kind = ErrorKind.POLICY if says_blocked(text) else ErrorKind.TRANSIENT
         error = ProviderError(kind, None, name, f"{name}: {text}" if text else name)
         events: list[StreamEvent] = [StreamError(error.message or name, error)]
