@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import orjson
 import pyarrow.parquet as pq
 
 from refusals.scan import COLUMNS
-from refusals.scan.corpus import Truth
+from refusals.scan.corpus import Truth, write_bench_file
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -139,3 +140,42 @@ def test_provider_text_in_the_table_is_sanitised(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert b"\x1b" not in result.stdout
     assert b"Blocked here." in result.stdout
+
+
+def test_a_closed_output_pipe_ends_the_scan_quietly(corpus: tuple[Path, Truth]) -> None:
+    root, _ = corpus
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refusals", "scan", str(root), "--json", "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert orjson.loads(first)["source"].startswith(str(root))
+    assert code == 141
+    assert b"Traceback" not in proc.stderr.read()
+
+
+def test_ctrl_c_ends_the_scan_with_code_130(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    write_bench_file(big, 40_000_000)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refusals", "scan", str(big), "--json", "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()  # the scan is under way
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert err.endswith(b"refusals scan: interrupted\n")
+    assert b"Traceback" not in err

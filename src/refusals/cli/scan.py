@@ -27,6 +27,9 @@ from refusals.scan._outputs import (
 
 EXIT_RATE_EXCEEDED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: `| head` closed the pipe before all records were written."""
 
 _EXTRAS = {
     "parquet": ("pyarrow.parquet", "--parquet needs pyarrow: pip install 'refusals[parquet]'"),
@@ -205,6 +208,9 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
       refusals scan results.jsonl --resubmit resubmit.jsonl
       refusals scan logs/ --fail-on-rate 2%      exit 1 when more than 2% are blocked
       refusals scan s3-mirror/ --engine dask --scheduler tcp://10.0.0.5:8786
+
+    Exit codes: 0 scanned (bad records and unreadable files are reported, not fatal),
+    1 --fail-on-rate exceeded, 2 usage error, 130 interrupted, 141 output pipe closed.
     """
     if as_json and as_csv:
         _usage("--json and --csv both print to standard output; choose one")
@@ -255,29 +261,45 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
             for each in sinks:
                 each(record)
 
-    show_progress = sys.stderr.isatty() if progress is None else progress
-    bar = _ProgressBar(_total_bytes(paths)) if show_progress else None
     try:
-        if engine == "dask":
-            summary = scan_dask(paths, scheduler, layout=layout, progress=bar)
-        else:
-            summary = scan_local(
-                paths, layout=layout, jobs=jobs or default_jobs(), sink=sink, progress=bar
+        show_progress = sys.stderr.isatty() if progress is None else progress
+        bar = _ProgressBar(_total_bytes(paths)) if show_progress else None
+        try:
+            if engine == "dask":
+                summary = scan_dask(paths, scheduler, layout=layout, progress=bar)
+            else:
+                summary = scan_local(
+                    paths, layout=layout, jobs=jobs or default_jobs(), sink=sink, progress=bar
+                )
+        finally:
+            if bar is not None:
+                bar.stop()
+            for close in closers:
+                close()
+            stdout.flush()
+        _report(summary, as_json or as_csv, chart, summary_json)
+        if rate is not None and summary.blocked_rate > rate:
+            click.echo(
+                f"refusals scan: {100 * summary.blocked_rate:.2f}% of {summary.records} records "
+                f"were refused or filtered, above --fail-on-rate {100 * rate:g}%",
+                err=True,
             )
-    finally:
-        if bar is not None:
-            bar.stop()
-        for close in closers:
-            close()
-        stdout.flush()
-    _report(summary, as_json or as_csv, chart, summary_json)
-    if rate is not None and summary.blocked_rate > rate:
-        click.echo(
-            f"refusals scan: {100 * summary.blocked_rate:.2f}% of {summary.records} records "
-            f"were refused or filtered, above --fail-on-rate {100 * rate:g}%",
-            err=True,
-        )
-        sys.exit(EXIT_RATE_EXCEEDED)
+            sys.exit(EXIT_RATE_EXCEEDED)
+    except KeyboardInterrupt:
+        click.echo("refusals scan: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        _quiet_exit(EXIT_BROKEN_PIPE)
+
+
+def _quiet_exit(code: int) -> None:
+    """Exit now without the interpreter reporting a broken pipe on its last flush."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(code)
 
 
 def _report(summary: Summary, records_on_stdout: bool, chart: str | None, path: str | None) -> None:

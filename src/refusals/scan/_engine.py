@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -108,23 +109,34 @@ def scan_local(
         return summary
     spool_dir = tempfile.mkdtemp(prefix="refusals-scan-") if sink is not None else None
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+        workers = min(jobs, len(tasks))
+        with ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint) as pool:
             # A bounded window of tasks in flight, taken back in order: records keep
             # their file order and finished results never pile up in memory.
             window: deque[Future[TaskResult]] = deque()
-            pending = iter(tasks)
-            for task in pending:
-                window.append(pool.submit(_pool_task, task, spool_dir))
-                if len(window) >= 2 * jobs:
+            try:
+                for task in tasks:
+                    window.append(pool.submit(_pool_task, task, spool_dir))
+                    if len(window) >= 2 * jobs:
+                        _take(window.popleft().result(), bases, sink, absorb)
+                while window:
                     _take(window.popleft().result(), bases, sink, absorb)
-            while window:
-                _take(window.popleft().result(), bases, sink, absorb)
+            except BaseException:
+                # A closed output pipe or Ctrl-C: the tasks not started are not wanted.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     finally:
         if spool_dir is not None:
             for name in os.listdir(spool_dir):
                 os.unlink(os.path.join(spool_dir, name))
             os.rmdir(spool_dir)
     return summary
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the scan, and workers
+    # that raised KeyboardInterrupt too would each print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _take(
