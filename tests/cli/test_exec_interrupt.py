@@ -38,10 +38,19 @@ def wait_for_request(server: MockServer) -> None:
 
 
 def read_line(process: subprocess.Popen[bytes]) -> bytes:
+    """One line of stdout, read a byte at a time from the descriptor: a buffered read
+    could take more, which `communicate` (reading the descriptor) would then miss."""
     assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], DEADLINE_SECONDS)
-    assert ready, "no event within the deadline"
-    return process.stdout.readline()
+    fd = process.stdout.fileno()
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+        assert ready, "no event within the deadline"
+        byte = os.read(fd, 1)
+        assert byte, "stdout closed before a whole line"
+        line += byte
+    return line
 
 
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
