@@ -299,19 +299,20 @@ INJECTION = (
 )
 
 
-@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize(
+    "args", [(), ("--plain",), ("--no-stream",)], ids=["live", "plain", "whole"]
+)
 def test_escape_sequences_and_markup_in_provider_text_never_reach_the_terminal_raw(
-    tmp_path: Path, streamed: bool
+    tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     # Streamed, the text comes in small pieces: sequences split across deltas too.
     pieces = [INJECTION[i : i + 7] for i in range(0, len(INJECTION), 7)]
     rule: dict[str, object] = {"prompt_contains": "inject"}
-    if streamed:
-        rule["events"] = anthropic_events([{"type": "text", "text": p} for p in pieces])
-    else:
+    if "--no-stream" in args:
         rule["body"] = anthropic_body(INJECTION)
+    else:
+        rule["events"] = anthropic_events([{"type": "text", "text": p} for p in pieces])
     app = MockApp(scenario_file(tmp_path / "rules.json", [rule]))
-    args = () if streamed else ("--no-stream",)
     with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
         session.say("inject please")
         session.expect(r"done\.")
@@ -325,6 +326,32 @@ def test_escape_sequences_and_markup_in_provider_text_never_reach_the_terminal_r
     assert "[bold red]not bold[/bold red]" in screen
     assert ":smile:" in screen
     assert "click here" in screen
+
+
+MARKDOWN = "Intro with **strong** words.\n\n```python\nprint('hi')\n```\n\nThe end."
+
+
+@pytest.mark.parametrize(("args", "rendered"), [((), True), (("--plain",), False)])
+def test_a_streamed_answer_is_rendered_as_markdown_when_it_ends_unless_plain(
+    tmp_path: Path, args: tuple[str, ...], rendered: bool
+) -> None:
+    pieces = [MARKDOWN[i : i + 5] for i in range(0, len(MARKDOWN), 5)]
+    rule = {
+        "prompt_contains": "markdown",
+        "events": anthropic_events([{"type": "text", "text": p} for p in pieces]),
+    }
+    app = MockApp(scenario_file(tmp_path / "rules.json", [rule]))
+    with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
+        session.say("markdown please")
+        session.expect(r"The end\.")
+        session.prompt()
+        assert session.quit() == 0
+        after = session.text.split("markdown please", 1)[1]
+    # The last thing drawn for the answer: the final render, not a live frame.
+    final = after[after.rindex("Intro with") :]
+    assert ("**strong**" not in final) is rendered
+    assert ("```python" not in final) is rendered
+    assert "print('hi')" in final
 
 
 def test_save_writes_the_session_as_exec_schema_jsonl_with_the_refusal_event(

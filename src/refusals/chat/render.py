@@ -6,17 +6,24 @@ notice's explanation) goes through `refusals.sanitize.sanitize` and is printed a
 typed, never interpreted. The console itself runs with markup, emoji and highlighting
 off, so not even our own strings are read as markup.
 
-Streamed text is printed plain as it arrives (robust at any speed, and what arrived
-stays on screen whatever ends the turn); a whole answer (`--no-stream`) is rendered as
-markdown, links shown as text (no OSC 8 hyperlinks whose target could differ from it).
+Streamed text is shown plain as it arrives, in a live view of its last lines that never
+grows past the screen (so it can always be erased whole); when the message ends, the
+view gives way to the message rendered as markdown (code blocks, lists), links shown
+as text (no OSC 8 hyperlinks whose target could differ from it). Whatever ends the
+turn, what arrived stays on screen: a refusal, a filter or Ctrl-C renders the partial
+text and marks it. With `live=False` (`--plain`) the text is printed as it comes and
+left as it is, for terminals or screen readers that do not take redrawing well.
 """
 
 from __future__ import annotations
 
+import time
 from typing import IO
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
 from rich.markdown import Markdown
+from rich.segment import Segment
 from rich.text import Text
 
 from refusals.loop.events import (
@@ -38,6 +45,8 @@ CUT_OFF_MARKER = (
 """Shown right after partial output a refusal or filter stopped."""
 CANCELLED_MARKER = "[cancelled: output stopped here; the turn is not kept in the conversation]"
 
+LIVE_REFRESH_SECONDS = 0.05
+"""At most this often the live view is redrawn (every delta would be wasted work)."""
 TOOL_OUTPUT_LINES = 6
 """Lines of a tool's result shown (the model sees all of it)."""
 TOOL_ARGUMENT_CHARS = 300
@@ -55,15 +64,35 @@ def make_console(file: IO[str] | None = None) -> Console:
     return Console(file=file, markup=False, emoji=False, highlight=False)
 
 
+class _Tail:
+    """The last lines of a text that fit the screen (less one line for the cursor)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        room = max((options.height or console.height) - 1, 1)
+        # Only the end can be shown: wrap no more of it than the screen could hold.
+        text = Text(self.text[-room * max(options.max_width, 1) :])
+        lines = console.render_lines(text, options.update(height=None), pad=False)
+        for line in lines[-room:]:
+            yield from line
+            yield Segment.line()
+
+
 class Renderer:
     """The chat's event sink: draws each event as it comes."""
 
-    def __init__(self, console: Console, *, stream: bool = True) -> None:
+    def __init__(self, console: Console, *, stream: bool = True, live: bool = True) -> None:
         self.console = console
         self.stream = stream
+        self.live = live and console.is_terminal
         self._shown: dict[str, str] = {}
-        """Per streamed item, the sanitised text already printed."""
+        """Per streamed item, the sanitised text already shown."""
         self._mid_line = False
+        self._view: Live | None = None
+        self._view_item: str | None = None
+        self._drawn_at = 0.0
 
     # Lines of our own.
 
@@ -84,16 +113,28 @@ class Renderer:
         self.line(text, HINT_STYLE)
 
     def end_line(self) -> None:
-        """Finish a line that streamed text left open."""
+        """Finish what streamed text left open: the live view, or a line."""
+        if self._view is not None:
+            self._close_view()
         if self._mid_line:
             self.console.print()
             self._mid_line = False
 
     def cancelled(self) -> None:
         """Mark where a cancelled turn's output stopped, if any was streaming."""
-        if self._mid_line:
+        if self._view is not None or self._mid_line:
             self.end_line()
             self.line(CANCELLED_MARKER, WARNING_STYLE)
+
+    def _close_view(self) -> None:
+        """Replace the live view by the message so far, rendered as markdown."""
+        assert self._view is not None
+        self._view.stop()  # transient: the view is erased
+        self._view = None
+        text = self._shown.get(self._view_item or "", "")
+        self._view_item = None
+        if text.strip():
+            self.console.print(Markdown(text, hyperlinks=False, justify="default"))
 
     # Events.
 
@@ -123,10 +164,33 @@ class Renderer:
         # two deltas is then still recognised and removed whole.
         safe = sanitize(str(item.data.get("text") or ""))
         shown = self._shown.get(item.id, "")
-        if len(safe) > len(shown):
+        if len(safe) <= len(shown):
+            return
+        self._shown[item.id] = safe
+        if not self.live:
             self.console.print(Text(safe[len(shown) :]), end="", soft_wrap=True)
-            self._shown[item.id] = safe
             self._mid_line = not safe.endswith("\n")
+            return
+        if self._view is None or self._view_item != item.id:
+            self.end_line()
+            self._view = Live(
+                _Tail(safe),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                vertical_overflow="crop",
+            )
+            self._view_item = item.id
+            self._view.start()
+            self._drawn_at = time.monotonic()
+            return
+        now = time.monotonic()
+        due = now - self._drawn_at >= LIVE_REFRESH_SECONDS
+        self._view.update(_Tail(safe), refresh=due)
+        if due:
+            self._drawn_at = now
 
     def _completed(self, item: Item) -> None:
         data = item.data
@@ -150,11 +214,11 @@ class Renderer:
     def _message(self, item: Item) -> None:
         text = str(item.data.get("text") or "")
         if item.id in self._shown or self.stream:
-            # Streamed: whatever was not printed yet (normally nothing) goes out now.
+            # Streamed: the rest of the text (normally nothing), then the view closes.
             self._stream_text(item)
             self.end_line()
         elif text:
-            self.console.print(Markdown(sanitize(text), hyperlinks=False))
+            self.console.print(Markdown(sanitize(text), hyperlinks=False, justify="default"))
         if item.data.get("cut_off"):
             self.line(CUT_OFF_MARKER, WARNING_STYLE)
 

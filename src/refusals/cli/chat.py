@@ -54,7 +54,12 @@ def _fail_usage(message: str) -> None:
     show_default=True,
     help="Model calls one turn may make.",
 )
-@click.option("--no-stream", is_flag=True, help="Make whole calls; answers shown as markdown.")
+@click.option("--no-stream", is_flag=True, help="Make whole calls instead of streaming.")
+@click.option(
+    "--plain",
+    is_flag=True,
+    help="Print streamed text as it comes, without the live view and markdown.",
+)
 def chat_command(
     *,
     model: str | None,
@@ -66,6 +71,7 @@ def chat_command(
     allow_commands: bool,
     max_turns: int,
     no_stream: bool,
+    plain: bool,
 ) -> None:
     """Talk to a model at the terminal; a refusal is explained and never resent.
 
@@ -127,7 +133,7 @@ def chat_command(
         return
 
     prompter = Prompter()
-    renderer = Renderer(make_console(), stream=not no_stream)
+    renderer = Renderer(make_console(), stream=not no_stream, live=not plain)
     tools = Approvals(prompter.approve).wrap(root.tools())
 
     def agent(client: ModelClient) -> Agent:
