@@ -11,8 +11,9 @@ import orjson
 import pytest
 import zstandard
 
-from refusals import normalize, notice
+from refusals import NormalizeError, normalize, notice
 from refusals.scan import ScanRecord, scan_local, sniff_layout, summarize_file
+from refusals.scan._classify import _served_by_fallback
 from refusals.scan.corpus import exec_run
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -178,3 +179,17 @@ def test_the_generated_exec_events_follow_the_published_schema() -> None:
     for outcome in ("success", "refused", "content_filtered"):
         for event in exec_run("t", outcome):
             jsonschema.validate(event, schema)
+
+
+def test_the_quick_fallback_check_agrees_with_the_response_on_every_fixture() -> None:
+    checked = served = 0
+    for path in sorted(FIXTURES.rglob("*.json")):
+        try:
+            response = normalize(path.read_bytes())
+        except NormalizeError:
+            continue  # error bodies that need their status; not what this checks
+        checked += 1
+        served += response.served_by_fallback
+        assert _served_by_fallback(response) == response.served_by_fallback, path
+    assert checked > 150
+    assert served >= 4

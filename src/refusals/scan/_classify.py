@@ -112,7 +112,7 @@ def record_from_response(
             None,
             None,
             None,
-            response.served_by_fallback,
+            _served_by_fallback(response),
             None,
             tokens_in,
             tokens_out,
@@ -152,6 +152,21 @@ def record_from_response(
         tokens_in,
         tokens_out,
     )
+
+
+def _served_by_fallback(response: LLMResponse) -> bool:
+    """`response.served_by_fallback`, without decoding details that cannot name a fallback.
+
+    Most responses carry no usage iterations and no detail whose JSON text contains
+    `fallback` (or an escape that could spell it); those were not served by a fallback.
+    """
+    usage = response.usage
+    if usage is not None and usage.iterations:
+        return response.served_by_fallback
+    for detail in response.reasoning_details or ():
+        if not isinstance(detail, str) or "fallback" in detail or "\\u" in detail:
+            return response.served_by_fallback
+    return False
 
 
 def _normalize(body: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:

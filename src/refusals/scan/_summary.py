@@ -159,30 +159,37 @@ class Summary:
 
     def add(self, record: ScanRecord) -> None:
         """Count one classified record."""
+        # The hot path of every scan: one dict lookup and a few additions per record.
         self.records += 1
-        blocked = record.finish_reason in _BLOCKED
-        stage = record.stage if blocked else None
-        # Tokens are the cost of refused and filtered requests, so only theirs count.
-        values = (
-            1,
-            int(stage == "prompt"),
-            int(stage == "output"),
-            int(record.served_by_fallback),
-            record.input_tokens if blocked else 0,
-            record.output_tokens if blocked else 0,
-        )
-        self.groups.add(
-            (record.provider, record.model, record.finish_reason, record.category), values
-        )
-        sums = self.sums
-        for index, value in enumerate(values):
-            sums[index] += value
         finish = record.finish_reason
-        self.by_finish[finish] = self.by_finish.get(finish, 0) + 1
-        if blocked:
-            text = explanation_key(record.explanation)
-            if text is not None:
-                self.explanations.add((record.finish_reason, record.category, text), (1,))
+        groups = self.groups
+        key = (record.provider, record.model, finish, record.category)
+        row = groups.counts.get(key)
+        if row is None:
+            row = groups._admit(key)
+        sums = self.sums
+        row[0] += 1
+        sums[0] += 1
+        if record.served_by_fallback:
+            row[3] += 1
+            sums[3] += 1
+        by_finish = self.by_finish
+        by_finish[finish] = by_finish.get(finish, 0) + 1
+        if finish not in _BLOCKED:
+            return
+        # Stages and tokens are counted for refused and filtered records only: tokens are
+        # the cost of requests that produced no answer.
+        stage = 1 if record.stage == "prompt" else 2 if record.stage == "output" else 0
+        if stage:
+            row[stage] += 1
+            sums[stage] += 1
+        row[4] += record.input_tokens
+        sums[4] += record.input_tokens
+        row[5] += record.output_tokens
+        sums[5] += record.output_tokens
+        text = explanation_key(record.explanation)
+        if text is not None:
+            self.explanations.add((finish, record.category, text), (1,))
 
     def add_problem(self, problem: Problem) -> None:
         """Count a bad record (line >= 1) or an unreadable file (line 0)."""
