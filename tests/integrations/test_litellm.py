@@ -7,12 +7,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import litellm
 import openai
 import pytest
 from litellm.router import Router
 
 from refusals import FinishReason, normalize, notice
+from refusals.integrations.httpx_transport import RefusalTransport, ResponseVerdict
 from refusals.integrations.litellm import (
     CallVerdict,
     RefusalLogger,
@@ -257,3 +259,22 @@ def test_the_proxy_pre_call_hook_rejects_a_prompt_already_refused(server: MockSe
 
     asyncio.run(asyncio.wait_for(run(), timeout=TIMEOUT))
     assert server.app.count(model="mock-refusal-mid-stream") == 1
+
+
+def test_a_transport_under_litellms_openai_client_sees_the_streamed_refusal_litellm_drops(
+    server: MockServer,
+) -> None:
+    seen: list[ResponseVerdict] = []
+    saved = litellm.client_session
+    litellm.client_session = httpx.Client(
+        transport=RefusalTransport(httpx.HTTPTransport(), on_verdict=seen.append),
+        timeout=TIMEOUT,
+    )
+    try:
+        chunks = list(_completion(server, "openai/mock-refusal", stream=True))
+    finally:
+        litellm.client_session.close()
+        litellm.client_session = saved
+    assert not any(getattr(c.choices[0].delta, "refusal", None) for c in chunks)
+    assert [v.finish_reason for v in seen] == [FinishReason.REFUSAL]
+    assert seen[0].streamed
