@@ -179,3 +179,26 @@ def test_ctrl_c_ends_the_scan_with_code_130(tmp_path: Path) -> None:
     assert proc.returncode == 130
     assert err.endswith(b"refusals scan: interrupted\n")
     assert b"Traceback" not in err
+
+
+def test_real_exec_event_logs_are_scanned_one_record_per_run(tmp_path: Path) -> None:
+    for scenario in ("refusal", "refusal-mid-stream", "answer"):
+        events = subprocess.run(
+            [sys.executable, "-m", "refusals", "exec", "-m", f"mock:{scenario}", "--json", "hi"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        (tmp_path / f"{scenario}.events.jsonl").write_bytes(events.stdout)
+    result = run(str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    verdicts = {v["model"]: v for v in map(orjson.loads, result.stdout.splitlines())}
+    assert sorted(verdicts) == ["mock-answer", "mock-refusal", "mock-refusal-mid-stream"]
+    assert verdicts["mock-answer"]["finish_reason"] == "stop"
+    refused, cut = verdicts["mock-refusal"], verdicts["mock-refusal-mid-stream"]
+    assert (refused["finish_reason"], refused["stage"]) == ("refusal", "prompt")
+    assert (cut["finish_reason"], cut["stage"]) == ("refusal", "output")
+    # The notice is carried from the exec log unchanged, not rebuilt.
+    log = (tmp_path / "refusal.events.jsonl").read_bytes().splitlines()
+    [event] = [e for e in map(orjson.loads, log) if e["type"] == "refusal"]
+    assert refused["notice"] == event["notice"]
