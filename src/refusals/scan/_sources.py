@@ -277,7 +277,9 @@ def _scan_lines(task: Task, summary: Summary, sink: Sink | None, line_base: int)
                 if sink is not None:
                     sink(record)
     except Exception as exc:  # a truncated or corrupt compressed stream
-        summary.add_problem(Problem(source, 0, f"{_read_error(exc)} (after line {number})"))
+        # Line numbers of a later part are relative until the engine shifts them.
+        where = f" (after line {number})" if task.part == 0 else ""
+        summary.add_problem(Problem(source, 0, _read_error(exc) + where))
     finally:
         stream.close()
     record = classifier.finish()
