@@ -24,6 +24,11 @@ REFUSAL_NOTICE_PREFIX = "The model declined this request"
 CONTENT_FILTER_NOTICE_PREFIX = "The provider's content filter blocked this request"
 """Leading text of every content-filter notice; gates match it through `is_blocked_notice`."""
 
+CONTENT_FILTER_ALTERED_PREFIX = "The provider's content filter altered this response"
+"""Leading text of the content-filter notice when the filter masked parts of the output and
+delivered the rest (`StopDetails.altered`): nothing was blocked, but the answer is not the
+model's own. Gates match it too."""
+
 MAX_EXPLANATION_CHARS = 400
 """Upper bound, in code points, on explanation text copied from the response content."""
 
@@ -60,7 +65,8 @@ def is_refusal_notice(text: str) -> bool:
 
 def is_content_filter_notice(text: str) -> bool:
     """Whether `text` is a notice produced by `content_filter_reason`."""
-    return text.lstrip(WHITESPACE).startswith(CONTENT_FILTER_NOTICE_PREFIX)
+    stripped = text.lstrip(WHITESPACE)
+    return stripped.startswith((CONTENT_FILTER_NOTICE_PREFIX, CONTENT_FILTER_ALTERED_PREFIX))
 
 
 def is_blocked_notice(text: str) -> bool:
@@ -69,7 +75,9 @@ def is_blocked_notice(text: str) -> bool:
     Auto-continue, recovery and retry gates use this one predicate.
     """
     stripped = text.lstrip(WHITESPACE)
-    return stripped.startswith((REFUSAL_NOTICE_PREFIX, CONTENT_FILTER_NOTICE_PREFIX))
+    return stripped.startswith(
+        (REFUSAL_NOTICE_PREFIX, CONTENT_FILTER_NOTICE_PREFIX, CONTENT_FILTER_ALTERED_PREFIX)
+    )
 
 
 def refusal_reason(response: LLMResponse) -> str:
@@ -105,16 +113,23 @@ def refusal_reason(response: LLMResponse) -> str:
 def content_filter_reason(response: LLMResponse) -> str:
     """User-facing explanation for a content-filter stop.
 
-    States the categories and explanation the provider gave. The content is never used
-    as the explanation: when a filter stops a response, the content is the cut-off
-    output, not a message about the block.
+    States the categories and explanation the provider gave; when the filter only masked
+    parts of the output (`altered`), says it altered the response, and how. The content
+    is never used as the explanation: when a filter stops a response, the content is the
+    cut-off output, not a message about the block.
     """
     stop = _first_stop_details(list(response.decoded_details()))
     categories = _stop_categories(stop)
-    reason = CONTENT_FILTER_NOTICE_PREFIX
-    if categories:
-        label = "category" if len(categories) == 1 else "categories"
-        reason += f" ({label}: {', '.join(categories)})"
+    altered = _stop_field(stop, "altered")
+    label = "category" if len(categories) == 1 else "categories"
+    if altered is not None:
+        # Masked, not blocked: say how, so the user knows the answer they see was changed.
+        reason = f"{CONTENT_FILTER_ALTERED_PREFIX} ({altered}"
+        reason += f"; {label}: {', '.join(categories)})" if categories else ")"
+    else:
+        reason = CONTENT_FILTER_NOTICE_PREFIX
+        if categories:
+            reason += f" ({label}: {', '.join(categories)})"
     explanation = _stop_field(stop, "explanation")
     if explanation is not None:
         explanation = _bounded_explanation(explanation)

@@ -239,7 +239,9 @@ class StreamAccumulator:
             stop = StopDetails(explanation=error.message)
         if stop is not None:
             details.insert(0, stop.to_detail())
-        cut_off = bool(text) and finish in (*_TERMINAL, FinishReason.ERROR)
+        # Output a filter masked and let through (`altered`) is whole, not cut off.
+        altered = stop is not None and stop.altered is not None
+        cut_off = bool(text) and finish in (*_TERMINAL, FinishReason.ERROR) and not altered
         if refusal_text and finish not in _TERMINAL:
             # Refusal text makes the stream a refusal whatever finish reason followed it.
             finish = FinishReason.REFUSAL
@@ -309,6 +311,7 @@ def _merge_stop(first: StopDetails, later: StopDetails) -> StopDetails:
         if first.fallback_has_prefill_claim is not None
         else later.fallback_has_prefill_claim,
         categories=first.categories or later.categories,
+        altered=first.altered if first.altered is not None else later.altered,
     )
 
 

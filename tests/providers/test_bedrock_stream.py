@@ -757,7 +757,7 @@ def test_detection_claims_every_converse_stream_event_and_exception() -> None:
 @pytest.mark.parametrize(
     ("name", "payload"),
     [
-        ("chunk", {"bytes": "eyJ0eXBlIjoibWVzc2FnZV9zdGFydCJ9"}),  # InvokeModelWithResponseStream
+        ("chunk", "eyJ0eXBlIjoibWVzc2FnZV9zdGFydCJ9"),  # a chunk is an object with `bytes`
         ("messageStart", None),
         ("metadata", [1]),
         ("message_start", {"type": "message_start", "message": {}}),

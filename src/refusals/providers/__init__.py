@@ -291,6 +291,14 @@ def _normalize(
         unwrapped = _error_in_array(body)
         if unwrapped is not None:
             body = unwrapped
+    if (
+        not is_http_error
+        and isinstance(body, dict)
+        and (provider or "bedrock").lower() == "bedrock"
+        and bedrock.is_invoke_body(body)
+    ):
+        # InvokeModel: a native model body, with Bedrock's guardrail marker beside it.
+        return bedrock.parse_invoke(body, "bedrock")
     if provider is not None:
         provider = provider.lower()
         is_error_list = isinstance(body, list) and (is_http_error or _error_in_array(body))

@@ -36,6 +36,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from refusals.model import (
     Detail,
     ErrorKind,
@@ -45,7 +47,11 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    decode_detail,
+    detail_type,
+    loads_lenient,
 )
+from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's format
 from refusals.providers._common import (
     FINAL as _FINAL,
 )
@@ -122,6 +128,7 @@ MAX_ERROR_MESSAGE_CHARS = 500
 """Upper bound, in code points, on an error message copied from a provider body."""
 
 _BLOCKED = "BLOCKED"
+_ANONYMIZED = "ANONYMIZED"
 
 _THROTTLED = re.compile(r"too many requests|rate exceeded|throttl", re.IGNORECASE)
 
@@ -225,7 +232,10 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         request_id=string(metadata.get("RequestId")),
         provider=provider,
         api=API,
-        cut_off=interrupted(finish) and bool(content or tool_calls or reasoning_text_all),
+        # Output a guardrail masked and let through is delivered whole, not cut off.
+        cut_off=interrupted(finish)
+        and bool(content or tool_calls or reasoning_text_all)
+        and not (stop is not None and stop.altered),
     )
 
 
@@ -274,6 +284,128 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     return error_response(error_obj, provider=provider, api=API, stop=stop, request_id=request_id)
 
 
+# --- InvokeModel: native model bodies -------------------------------------------------
+
+INVOKE_API = "invoke"
+
+GUARDRAIL_ACTION = "amazon-bedrock-guardrailAction"
+"""Key of InvokeModel's guardrail marker, `INTERVENED` or `NONE`, beside the model's body."""
+GUARDRAIL_TRACE = "amazon-bedrock-trace"
+INVOCATION_METRICS = "amazon-bedrock-invocationMetrics"
+"""Key of the usage counts in the last chunk of an InvokeModelWithResponseStream stream."""
+
+NATIVE_STOP_REASONS: dict[str, FinishReason] = {
+    # Amazon Titan Text `completionReason`
+    "FINISH": FinishReason.STOP,
+    "LENGTH": FinishReason.LENGTH,
+    "CONTENT_FILTERED": FinishReason.CONTENT_FILTER,
+    "STOP_CRITERIA_MET": FinishReason.STOP,
+    "RAG_QUERY_WHEN_RAG_DISABLED": FinishReason.ERROR,
+    # Meta Llama and Mistral `stop_reason`
+    "stop": FinishReason.STOP,
+    "length": FinishReason.LENGTH,
+    "tool_calls": FinishReason.TOOL_CALLS,
+    "content_filter": FinishReason.CONTENT_FILTER,
+    "model_length": FinishReason.LENGTH,
+}
+"""Finish values of the native InvokeModel bodies (Titan, Llama, Mistral); anything not
+listed is ERROR. https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters.html"""
+
+
+def is_invoke_body(body: JsonObject) -> bool:
+    """Whether `body` is an InvokeModel response: it carries Bedrock's own keys, or it is a
+    native Titan, Llama or Mistral body (Anthropic-on-Bedrock bodies are Messages bodies,
+    recognised by the keys Bedrock adds)."""
+    if GUARDRAIL_ACTION in body or INVOCATION_METRICS in body:
+        return True
+    return _native_kind(body) is not None
+
+
+def _native_kind(body: JsonObject) -> str | None:
+    results = body.get("results")
+    if isinstance(results, list) and "inputTextTokenCount" in body:
+        return "titan"
+    if isinstance(body.get("generation"), str) and (
+        "generation_token_count" in body or "stop_reason" in body
+    ):
+        return "llama"
+    outputs = body.get("outputs")
+    if (
+        isinstance(outputs, list)
+        and outputs
+        and all(isinstance(o, dict) and "text" in o for o in outputs)
+    ):
+        return "mistral"
+    return None
+
+
+def parse_invoke(body: JsonObject, provider: str) -> LLMResponse:
+    """An InvokeModel response body: an Anthropic Messages body or a native Titan, Llama
+    or Mistral one, with Bedrock's guardrail marker and trace applied."""
+    kind = _native_kind(body)
+    if kind is None and anthropic.looks_like(body):
+        result = anthropic.parse_response(body, provider)
+    else:
+        text, raw = _native_output(body, kind)
+        finish = NATIVE_STOP_REASONS.get(raw, FinishReason.ERROR) if raw else FinishReason.ERROR
+        result = LLMResponse(
+            content=text or None,
+            finish_reason=finish,
+            raw_finish_reason=raw,
+            usage=_native_usage(body),
+            provider=provider,
+            cut_off=interrupted(finish) and bool(text),
+        )
+    result.api = INVOKE_API
+    return _with_guardrail(result, body)
+
+
+def _native_output(body: JsonObject, kind: str | None) -> tuple[str, str | None]:
+    if kind == "titan":
+        first = obj(next(iter(arr(body.get("results"))), None))
+        return string(first.get("outputText")) or "", string(first.get("completionReason"))
+    if kind == "llama":
+        return string(body.get("generation")) or "", string(body.get("stop_reason"))
+    if kind == "mistral":
+        first = obj(next(iter(arr(body.get("outputs"))), None))
+        return string(first.get("text")) or "", string(first.get("stop_reason"))
+    return "", None
+
+
+def _native_usage(body: JsonObject) -> Usage:
+    metrics = obj(body.get(INVOCATION_METRICS))
+    first = obj(next(iter(arr(body.get("results"))), None))
+    return Usage(
+        input_tokens=integer(body.get("inputTextTokenCount"))
+        or integer(body.get("prompt_token_count"))
+        or integer(metrics.get("inputTokenCount")),
+        output_tokens=integer(first.get("tokenCount"))
+        or integer(body.get("generation_token_count"))
+        or integer(metrics.get("outputTokenCount")),
+    )
+
+
+def _with_guardrail(result: LLMResponse, body: JsonObject) -> LLMResponse:
+    """`result` as a content-filter stop when Bedrock's marker says a guardrail intervened,
+    with the categories and `altered` its trace gives."""
+    action = string(body.get(GUARDRAIL_ACTION))
+    if action is None or action.upper() != "INTERVENED":
+        return result
+    trace = obj(obj(body.get(GUARDRAIL_TRACE)).get("guardrail"))
+    _, stop = _guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
+    result.finish_reason = FinishReason.CONTENT_FILTER
+    result.raw_finish_reason = action
+    details = [
+        d for d in result.reasoning_details or () if detail_type(decode_detail(d)) != "stop_details"
+    ]
+    if stop is not None:
+        details.insert(0, stop.to_detail())
+    result.reasoning_details = details
+    altered = stop is not None and stop.altered is not None
+    result.cut_off = bool(result.content or result.tool_calls) and not altered
+    return result
+
+
 def _finish(raw: str | None) -> FinishReason:
     return STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
 
@@ -288,28 +420,67 @@ def _guardrail_outcome(
     `actionReason` become the stop details of a filter stop.
     """
     blocked = _blocked_categories(guardrail)
-    if blocked and finish in (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS):
-        # The trace shows a policy blocked the text: a filter stop whatever stopReason says.
+    ordinary = (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS)
+    masked: list[str] = []
+    if not blocked:
+        masked = _masked_categories(guardrail, outputs_only=finish in ordinary)
+    if (blocked or masked) and finish in ordinary:
+        # The trace shows a policy blocked or masked the text: a filter stop whatever
+        # stopReason says (masked output was delivered, but not as the model wrote it).
         finish = FinishReason.CONTENT_FILTER
     if finish is not FinishReason.CONTENT_FILTER:
         return finish, None
-    categories = blocked or _reasoning_categories(guardrail)
+    categories = blocked or masked or _reasoning_categories(guardrail)
     stop = StopDetails(
         category=categories[0] if categories else None,
         explanation=string(guardrail.get("actionReason")),
         categories=tuple(categories) if len(categories) > 1 else (),
+        altered=ANONYMIZED_ACTION if masked else None,
     )
     return finish, (None if stop.is_empty() else stop)
 
 
-def _assessments(guardrail: JsonObject) -> Iterator[JsonObject]:
-    """Every guardrail assessment of the trace, input first, in order."""
-    for key in ("inputAssessment", "outputAssessments"):
-        for value in obj(guardrail.get(key)).values():
-            items = value if isinstance(value, list) else [value]
-            for item in items:
-                if isinstance(item, dict):
-                    yield item
+ANONYMIZED_ACTION = "anonymized"
+"""`StopDetails.altered` of a guardrail that masked parts of the output and let it through."""
+
+
+def _masked_categories(guardrail: JsonObject, *, outputs_only: bool) -> list[str]:
+    """The PII types and regexes a policy anonymized (action ANONYMIZED), in trace order;
+    with `outputs_only`, only those of the output assessments (the model's text)."""
+    found: list[str] = []
+    keys = ("outputAssessments", "outputs") if outputs_only else None
+    for assessment in _assessments(guardrail, keys):
+        sensitive = obj(assessment.get("sensitiveInformationPolicy"))
+        for item in _acted(sensitive.get("piiEntities"), _ANONYMIZED):
+            name = _lower(item.get("type")) or "pii"
+            if name not in found:
+                found.append(name)
+        for item in _acted(sensitive.get("regexes"), _ANONYMIZED):
+            name = string(item.get("name")) or "regex"
+            if name not in found:
+                found.append(name)
+    return found
+
+
+_TRACE_KEYS = ("inputAssessment", "outputAssessments", "input", "outputs")
+"""Converse names the trace's parts `inputAssessment` / `outputAssessments`; InvokeModel's
+`amazon-bedrock-trace.guardrail` names them `input` / `outputs`."""
+
+
+def _assessments(
+    guardrail: JsonObject, keys: tuple[str, ...] | None = None
+) -> Iterator[JsonObject]:
+    """Every guardrail assessment of the trace, input first, in order. A part is a map of
+    guardrail id → assessment (or list of assessments), or a list of such maps."""
+    for key in keys or _TRACE_KEYS:
+        part = guardrail.get(key)
+        maps = part if isinstance(part, list) else [part]
+        for mapping in maps:
+            for value in obj(mapping).values():
+                items = value if isinstance(value, list) else [value]
+                for item in items:
+                    if isinstance(item, dict):
+                        yield item
 
 
 def _blocked_categories(guardrail: JsonObject) -> list[str]:
@@ -356,10 +527,14 @@ def _reasoning_categories(guardrail: JsonObject) -> list[str]:
 
 
 def _blocked(items: Any) -> Iterator[JsonObject]:
+    return _acted(items, _BLOCKED)
+
+
+def _acted(items: Any, wanted: str) -> Iterator[JsonObject]:
     for item in arr(items):
         if isinstance(item, dict):
             action = string(item.get("action"))
-            if action is not None and action.upper() == _BLOCKED:
+            if action is not None and action.upper() == wanted:
                 yield item
 
 
@@ -414,9 +589,11 @@ STREAM_EVENTS = frozenset(
         "contentBlockStop",
         "messageStop",
         "metadata",
+        "chunk",
     }
 )
-"""ConverseStream event types (the `:event-type` header, or the key of a decoded event)."""
+"""ConverseStream event types, and InvokeModelWithResponseStream's `chunk` (the
+`:event-type` header, or the key of a decoded event)."""
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -485,6 +662,7 @@ class StreamDecoder(WireDecoder):
         self._blocks: dict[int, _Block] = {}
         self._reasoning = False  # some reasoning text was emitted
         self._stop: tuple[FinishReason, str | None] | None = None
+        self._inner: WireDecoder | None = None  # Claude's events inside InvokeModel chunks
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if name is None:
@@ -510,11 +688,64 @@ class StreamDecoder(WireDecoder):
             return self._message_stop(payload)
         if name == "metadata":
             return self._metadata(payload)
+        if name == "chunk":
+            return self._chunk(payload)
         return []  # messageStart carries only the role
+
+    # InvokeModelWithResponseStream: each `chunk` carries the model's own stream event as
+    # base64 `bytes`: Anthropic Messages events for Claude, native chunks for the others.
+
+    def _chunk(self, payload: JsonObject) -> list[StreamEvent]:
+        inner = _chunk_payload(payload.get("bytes"))
+        if inner is None:
+            return [StreamError("an InvokeModel stream chunk does not hold a JSON object")]
+        events: list[StreamEvent] = []
+        if self._inner is None and anthropic.detect_stream(None, inner) is not None:
+            self._inner = anthropic.StreamDecoder(self.acc.provider or "bedrock")
+            self._inner.acc = self.acc  # one response, whichever decoder reads the event
+        if self._inner is not None:
+            events += self._inner.decode(None, inner)
+            self.done = self.done or self._inner.done
+        else:
+            events += self._native_chunk(inner)
+        metrics = inner.get(INVOCATION_METRICS)
+        if isinstance(metrics, dict):
+            events.append(
+                UsageUpdate(
+                    Usage(
+                        input_tokens=integer(metrics.get("inputTokenCount")),
+                        output_tokens=integer(metrics.get("outputTokenCount")),
+                    )
+                )
+            )
+        action = string(inner.get(GUARDRAIL_ACTION))
+        if action is not None and action.upper() == "INTERVENED":
+            trace = obj(obj(inner.get(GUARDRAIL_TRACE)).get("guardrail"))
+            _, stop = _guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
+            events.append(Verdict(FinishReason.CONTENT_FILTER, action, stop))
+        return events
+
+    def _native_chunk(self, inner: JsonObject) -> list[StreamEvent]:
+        # Titan: {"outputText", "completionReason"}; Llama: {"generation", "stop_reason"};
+        # Mistral: {"outputs": [{"text", "stop_reason"}]}.
+        if "outputText" in inner:
+            text, raw = string(inner.get("outputText")), string(inner.get("completionReason"))
+        elif "generation" in inner:
+            text, raw = string(inner.get("generation")), string(inner.get("stop_reason"))
+        else:
+            first = obj(next(iter(arr(inner.get("outputs"))), None))
+            text, raw = string(first.get("text")), string(first.get("stop_reason"))
+        events: list[StreamEvent] = [TextDelta(text)] if text else []
+        if raw is not None:
+            events.append(Verdict(NATIVE_STOP_REASONS.get(raw, FinishReason.ERROR), raw))
+            self.done = True
+        return events
 
     def finish(self) -> list[StreamEvent]:
         # Blocks left open keep their details; a tool call is not completed.
         events = self._close_all(complete=False)
+        if self._inner is not None:
+            events += self._inner.finish()
         if self._stop is not None:
             # messageStop came but no metadata: the stream is complete all the same.
             self.done = True
@@ -644,6 +875,26 @@ class StreamDecoder(WireDecoder):
         result = parse_error(body, None, self.acc.provider or "bedrock")
         code = result.error.code if result.error is not None else None
         return error_events(result, self.acc.verdict, f"the stream reported {code or name}")
+
+
+def _chunk_payload(value: Any) -> JsonObject | None:
+    """The JSON object a chunk's `bytes` hold (base64 text on the wire, raw bytes in
+    boto3's decoded events)."""
+    if isinstance(value, str):
+        try:
+            value = base64.b64decode(value, validate=True)
+        except ValueError:
+            return None
+    if not isinstance(value, bytes | bytearray):
+        return None
+    try:
+        inner = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        try:
+            inner = loads_lenient(value)
+        except ValueError:
+            return None
+    return inner if isinstance(inner, dict) else None
 
 
 def _is_exception(name: str) -> bool:
