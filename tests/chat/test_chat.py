@@ -70,7 +70,7 @@ def exec_notice(server: MockServer, model: str, prompt: str, code: int = 3) -> s
 
 
 def test_a_normal_answer_is_shown_and_the_session_goes_on_until_ctrl_d(
-    server: MockServer, tmp_path: Path
+    server: MockServer,
 ) -> None:
     with chat(server.base_url, "anthropic:mock-answer") as session:
         session.say("hello there")

@@ -8,6 +8,7 @@ import re
 import sys
 from collections.abc import Iterator
 
+import orjson
 import pexpect
 import pytest
 
@@ -73,6 +74,23 @@ def test_retry_after_a_failed_call_sends_the_prompt_again(server: MockServer) ->
     assert server.app.count() == failed_once + 1
     # The failed turn was withdrawn: its prompt goes out once, in the retry only.
     assert user_texts(server.app.requests[-1].body) == ["try this"]
+
+
+def test_retry_after_an_answer_replaces_it_rather_than_sending_it_along(
+    server: MockServer,
+) -> None:
+    with chat(server.base_url, "anthropic:mock-answer") as session:
+        session.say("once")
+        session.expect(r"^Mock answer: once$")
+        session.prompt()
+        session.say("/retry")
+        session.expect(r"^Mock answer: once$")
+        session.prompt()
+        assert session.quit() == 0
+    assert server.app.count() == 2
+    retried = server.app.requests[1].body
+    assert user_texts(retried) == ["once"]
+    assert "Mock answer" not in orjson.dumps(retried).decode()
 
 
 def test_clear_starts_the_conversation_afresh(server: MockServer) -> None:

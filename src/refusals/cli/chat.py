@@ -14,7 +14,7 @@ from typing import Literal
 import click
 
 from refusals.loop.agent import DEFAULT_MAX_TURNS
-from refusals.loop.outcome import EXIT_USAGE
+from refusals.loop.outcome import EXIT_CANCELLED, EXIT_USAGE
 from refusals.sanitize import sanitize
 
 
@@ -157,4 +157,8 @@ def chat_command(
     )
     if note is not None:
         renderer.hint(note)
-    asyncio.run(session.run())
+    try:
+        asyncio.run(session.run())
+    except KeyboardInterrupt:
+        # Ctrl-C between a prompt and a turn (a moment); the session ends, quietly.
+        sys.exit(EXIT_CANCELLED)
