@@ -271,7 +271,17 @@ def test_a_transport_under_litellms_openai_client_sees_the_streamed_refusal_lite
         timeout=TIMEOUT,
     )
     try:
-        chunks = list(_completion(server, "openai/mock-refusal", stream=True))
+        # LiteLLM caches its OpenAI clients by their settings: another key, a fresh client.
+        chunks = list(
+            litellm.completion(
+                model="openai/mock-refusal",
+                api_base=server.base_url + "/v1",
+                api_key="test-client-session",
+                messages=PROMPT,
+                stream=True,
+                timeout=TIMEOUT,
+            )
+        )
     finally:
         litellm.client_session.close()
         litellm.client_session = saved
