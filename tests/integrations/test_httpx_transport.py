@@ -144,12 +144,17 @@ def test_a_different_prompt_and_an_answered_prompt_are_sent_as_often_as_asked(
 
 def test_a_content_filter_is_terminal_too(server: FixtureServer) -> None:
     seen: list[ResponseVerdict] = []
-    url = server.base_url + "/v1beta/models/gemini-x:generateContent"
+    secret = "AIza-sentinel-key-0123456789"
+    url = server.base_url + f"/v1beta/models/gemini-x:generateContent?key={secret}"
     with _client(seen, provider="gemini") as client:
         client.post(url, json=_body("filter"))
         with pytest.raises(RefusedRequestError) as raised:
             client.post(url, json=_body("filter"))
     assert seen[0].finish_reason is FinishReason.CONTENT_FILTER
+    # The key in the query string is in no identity, verdict or error text.
+    assert secret not in str(raised.value)
+    assert secret not in repr(seen[0])
+    assert secret not in repr(raised.value.verdict.request)
     assert raised.value.notice == notice(seen[0].response)
     assert "filtered" in str(raised.value)
     assert server.count("filter") == 1
