@@ -161,9 +161,9 @@ def test_the_content_filter_error_is_a_policy_block_with_the_filtered_categories
     assert response.error.status == 400
     assert category_and_explanation(response) == ("hate", POLICY_MESSAGE)
     assert response.stop_details is not None
-    assert response.stop_details.categories == ("hate", "self-harm", "violence")
+    assert response.stop_details.categories == ("hate", "self_harm", "violence")
     assert notice(response) == (
-        f"{FILTERED} (categories: hate, self-harm, violence): the response was filtered due to "
+        f"{FILTERED} (categories: hate, self_harm, violence): the response was filtered due to "
         "the prompt triggering Azure OpenAI's content management policy. Please modify your "
         "prompt and retry. To learn more about our content filtering policies please read our "
         f"documentation: https://go.microsoft.com/fwlink/?linkid=2198766. {NEXT_STEP}"

@@ -103,9 +103,9 @@ CASES = [
         finish=FinishReason.CONTENT_FILTER,
         raw="content_filter",
         category="hate",
-        categories=("hate", "self-harm", "violence"),
+        categories=("hate", "self_harm", "violence"),
         explanation=POLICY_MESSAGE,
-        notice=f"{FILTERED} (categories: hate, self-harm, violence): the response was filtered "
+        notice=f"{FILTERED} (categories: hate, self_harm, violence): the response was filtered "
         "due to the prompt triggering Azure OpenAI's content management policy. Please modify "
         "your prompt and retry. To learn more about our content filtering policies please read "
         f"our documentation: https://go.microsoft.com/fwlink/?linkid=2198766. {NEXT_STEP}",
@@ -118,10 +118,10 @@ CASES = [
         finish=FinishReason.CONTENT_FILTER,
         raw="content_filter",
         category="hate",
-        categories=("hate", "self-harm", "violence"),
+        categories=("hate", "self_harm", "violence"),
         explanation="The response was filtered due to the completion triggering Azure OpenAI's "
         "content management policy.",
-        notice=f"{FILTERED} (categories: hate, self-harm, violence): the response was filtered "
+        notice=f"{FILTERED} (categories: hate, self_harm, violence): the response was filtered "
         f"due to the completion triggering Azure OpenAI's content management policy. {NEXT_STEP}",
         cut_off=True,
         content="Here is how",

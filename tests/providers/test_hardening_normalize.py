@@ -439,3 +439,28 @@ def test_reading_a_hostile_error_page_is_linear_in_its_size(unit: str) -> None:
     normalize(page.encode(), provider="anthropic", status=502)
     # Quadratic scanning takes minutes on 5 MB; a linear one well under this on any machine.
     assert time.perf_counter() - started < 5.0
+
+
+# --- Azure categories ---------------------------------------------------------------------
+
+
+def test_azure_filter_results_naming_several_categories_report_all_in_one_spelling() -> None:
+    body = chat_body(
+        {"content": "partial"},
+        finish="content_filter",
+        choice={
+            "content_filter_results": {
+                "hate": {"filtered": True, "severity": "high"},
+                "self-harm": {"filtered": True, "severity": "medium"},
+                "SelfHarm": {"filtered": True, "severity": "medium"},
+                "Violence": {"filtered": True, "severity": "high"},
+                "sexual": {"filtered": False, "severity": "safe"},
+            }
+        },
+        prompt_filter_results=[],
+    )
+    response = normalize(body)
+    assert response.provider == "azure"
+    assert response.stop_details is not None
+    assert response.stop_details.categories == ("hate", "self_harm", "violence")
+    assert notice(response) == f"{FILTERED} (categories: hate, self_harm, violence). {NEXT_STEP}"

@@ -651,7 +651,7 @@ def azure_filtered_categories(results: Any) -> tuple[list[str], JsonObject]:
         item = obj(value)
         severity = item.get("severity")
         if item.get("filtered") is True:
-            filtered.append(name)
+            filtered.append(azure_category(name))
         if (
             item.get("filtered") is True
             or item.get("detected") is True
@@ -663,6 +663,17 @@ def azure_filtered_categories(results: Any) -> tuple[list[str], JsonObject]:
                 if isinstance(item.get(k), bool | str)
             }
     return filtered, kept
+
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@functools.lru_cache(maxsize=256)
+def azure_category(name: str) -> str:
+    """One spelling for a filter category: `SelfHarm`, `self-harm` and `self harm` (as
+    Azure AI Content Safety and some API versions write them) are all `self_harm`."""
+    snake = _CAMEL_BOUNDARY.sub("_", name.strip())
+    return re.sub(r"[\s-]+", "_", snake).lower()
 
 
 def _add_azure_results(signals: FilterSignals, results: Any, extra: JsonObject) -> None:

@@ -60,6 +60,7 @@ from refusals.providers._common import (
 )
 from refusals.providers.openai_chat import (
     ErrorVerdict,
+    azure_category,
     azure_filtered_categories,
     classify_error,
     clean_message,
@@ -285,7 +286,7 @@ def _azure_content_filters(filters: Any) -> tuple[list[str], list[Detail]]:
         filtered, kept = azure_filtered_categories(results)
         if blocked:
             detected = [
-                name
+                azure_category(name)
                 for name, value in results.items()
                 if obj(value).get("detected") is True and isinstance(name, str)
             ]
