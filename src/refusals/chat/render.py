@@ -17,6 +17,7 @@ left as it is, for terminals or screen readers that do not take redrawing well.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import IO
 
@@ -93,6 +94,7 @@ class Renderer:
         self._view: Live | None = None
         self._view_item: str | None = None
         self._drawn_at = 0.0
+        self._redraw: asyncio.TimerHandle | None = None
 
     # Lines of our own.
 
@@ -129,6 +131,9 @@ class Renderer:
     def _close_view(self) -> None:
         """Replace the live view by the message so far, rendered as markdown."""
         assert self._view is not None
+        if self._redraw is not None:
+            self._redraw.cancel()
+            self._redraw = None
         self._view.stop()  # transient: the view is erased
         self._view = None
         text = self._shown.get(self._view_item or "", "")
@@ -183,14 +188,26 @@ class Renderer:
                 vertical_overflow="crop",
             )
             self._view_item = item.id
-            self._view.start()
+            self._view.start(refresh=True)
             self._drawn_at = time.monotonic()
             return
-        now = time.monotonic()
-        due = now - self._drawn_at >= LIVE_REFRESH_SECONDS
-        self._view.update(_Tail(safe), refresh=due)
-        if due:
-            self._drawn_at = now
+        self._view.update(_Tail(safe))
+        wait = self._drawn_at + LIVE_REFRESH_SECONDS - time.monotonic()
+        if wait <= 0:
+            self._draw()
+        elif self._redraw is None:
+            # Text that arrives in a burst is drawn once; a redraw is due soon after, so
+            # the end of the burst does not wait for the next delta.
+            try:
+                self._redraw = asyncio.get_running_loop().call_later(wait, self._draw)
+            except RuntimeError:  # no event loop (a renderer driven directly)
+                self._draw()
+
+    def _draw(self) -> None:
+        self._redraw = None
+        if self._view is not None:
+            self._view.refresh()
+            self._drawn_at = time.monotonic()
 
     def _completed(self, item: Item) -> None:
         data = item.data
