@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from refusals.cli.mock_server import is_loopback
 from refusals.mock import SCENARIOS
 
 START_SECONDS = 20.0
@@ -107,3 +108,21 @@ def test_a_bad_scenarios_file_is_a_one_line_usage_error(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1
     assert "rule 1: unknown scenario 'nope'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.10", False),
+        ("::", False),
+        ("example.com", False),
+    ],
+)
+def test_only_loopback_hosts_are_bound_without_allow_remote(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback

@@ -271,3 +271,15 @@ def test_the_pytest_plugin_is_registered_as_an_entry_point() -> None:
 
     plugins = {ep.name: ep.value for ep in entry_points(group="pytest11")}
     assert plugins.get("refusals") == "refusals.mock.pytest_plugin"
+
+
+def test_a_bedrock_model_arn_with_an_encoded_slash_is_routed_and_decoded(
+    server: MockServer,
+) -> None:
+    arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/mock-refusal"
+    request = call("bedrock", "x")
+    path = "/model/" + arn.replace(":", "%3A").replace("/", "%2F") + "/converse"
+    answer = post(server, path, request.body, request.headers)
+    assert answer.status_code == 200
+    assert server.app.requests[-1].model == arn
+    assert server.app.requests[-1].scenario == "refusal"
