@@ -16,6 +16,7 @@ from botocore.config import Config
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
+from google.oauth2.credentials import Credentials
 from pydantic import BaseModel
 
 from refusals.mock import MockServer
@@ -339,8 +340,18 @@ def test_azure_openai_client_reads_completion_and_prompt_filters(server: MockSer
 # --- Google GenAI -----------------------------------------------------------------------
 
 
-def _genai(server: MockServer) -> genai.Client:
+def _genai(server: MockServer, vertex: bool = False) -> genai.Client:
     options = genai_types.HttpOptions(base_url=server.base_url, timeout=int(TIMEOUT * 1000))
+    if vertex:
+        # A static OAuth token: the SDK sends it as a bearer token and never refreshes it.
+        token = Credentials(token="vertex-test")  # type: ignore[no-untyped-call]
+        return genai.Client(
+            vertexai=True,
+            project="mock-project",
+            location="us-central1",
+            credentials=token,
+            http_options=options,
+        )
     return genai.Client(api_key="gemini-test", http_options=options)
 
 
@@ -368,10 +379,11 @@ GEMINI = {
 
 @pytest.mark.parametrize("scenario", sorted(GEMINI))
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("vertex", [False, True], ids=["gemini", "vertex"])
 def test_google_genai_reports_each_scenarios_finish_or_block_reason(
-    server: MockServer, scenario: str, stream: bool
+    server: MockServer, scenario: str, stream: bool, vertex: bool
 ) -> None:
-    client = _genai(server)  # held: a collected client closes its connection pool
+    client = _genai(server, vertex)  # held: a collected client closes its connection pool
     models = client.models
     model = f"mock-{scenario}"
     if stream:
@@ -381,6 +393,7 @@ def test_google_genai_reports_each_scenarios_finish_or_block_reason(
         last = chunks[-1]
     else:
         last = models.generate_content(model=model, contents="hi", config=GENAI_CONFIG)
+    assert server.app.requests[-1].wire == ("vertex" if vertex else "gemini")
     finish = GEMINI[scenario]
     if finish is None:
         assert last.prompt_feedback is not None
