@@ -1,6 +1,6 @@
 """An httpx transport that classifies every provider response and never resends a refusal.
 
-Official SDKs (OpenAI, Anthropic, Google GenAI, ...) accept an `http_client=`; giving it a
+Official SDKs built on httpx (OpenAI, Anthropic, ...) accept an `http_client=`; giving it a
 client whose transport is a `RefusalTransport` puts `refusals` under every call they make:
 
 - every provider response passing through is classified with `refusals.normalize` (full
