@@ -283,3 +283,9 @@ def test_a_bedrock_model_arn_with_an_encoded_slash_is_routed_and_decoded(
     assert answer.status_code == 200
     assert server.app.requests[-1].model == arn
     assert server.app.requests[-1].scenario == "refusal"
+
+
+def test_a_wire_path_answers_only_post(server: MockServer) -> None:
+    answer = httpx.get(server.base_url + "/v1/messages", timeout=10)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"

@@ -39,7 +39,7 @@ from refusals.mock.scenarios import (
     plan,
 )
 from refusals.mock.wire import WIRES
-from refusals.mock.wire._base import BadRequest, Reply, Route, Wire, json_reply
+from refusals.mock.wire._base import BadRequest, ErrorKind, Reply, Route, Wire, json_reply
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -167,10 +167,14 @@ class MockApp:
         # Routes match the raw path: a Bedrock model ARN holds an encoded "/" (%2F).
         raw_path = scope.get("raw_path")
         routed = bytes(raw_path).decode("latin-1") if raw_path else path
-        found = route(routed, query, headers) if method == "POST" else None
-        if found is None:
+        found = route(routed, query, headers)
+        if found is None or method != "POST":
+            status = 404 if found is None else 405
             text = f"no mock route for {method} {path}; see docs/mock.md for the paths served"
-            await _send(send, json_reply(404, {"error": {"message": text, "type": "not_found"}}))
+            reply = json_reply(status, {"error": {"message": text, "type": "not_found"}})
+            if found is not None:
+                reply.headers["allow"] = "POST"
+            await _send(send, reply)
             return
         wire = WIRES[found.wire]
         record = _Record(path=path, method=method, wire=found.wire, time=started)
@@ -313,7 +317,7 @@ _AUTH_MESSAGES = {
 }
 
 
-def _auth_error(wire: str) -> tuple[int, Any, str]:
+def _auth_error(wire: str) -> tuple[int, ErrorKind, str]:
     message = _AUTH_MESSAGES.get(
         wire, "You didn't provide an API key: send it in an Authorization: Bearer header"
     )

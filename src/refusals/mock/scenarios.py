@@ -231,11 +231,11 @@ def plan(choice: Choice, conversation: Conversation, serial: int, limited: bool)
     name = choice.name
     model = conversation.model
     base = Plan(scenario=name, model=model, text=answer_text(conversation), serial=serial)
-    if name in ("answer", "rate-limited") and not (name == "rate-limited" and limited):
-        return base
-    if name == "rate-limited":
+    if name == "rate-limited" and limited:
         base.fault = Fault("rate_limited", retry_after_ms=100)
         return base
+    if name in ("answer", "rate-limited"):
+        return base  # a rate limit that is used up answers normally
     if name == "overloaded":
         base.fault = Fault("overloaded")
         return base
