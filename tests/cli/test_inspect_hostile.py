@@ -337,6 +337,7 @@ def test_piping_into_head_ends_quietly(tmp_path: Path, as_json: bool) -> None:
 
 KEYS = {
     "prose": "sk-proj-" + "S3NT1NELprose" + "a1B2" * 8,
+    "glued": "sk-" + "S3NT1NELglued" + "c3D4" * 8,
 }
 
 
@@ -349,6 +350,14 @@ def test_an_api_key_inside_an_error_body_never_appears_in_the_output(
             "error": {
                 "message": f"Incorrect API key provided: {KEYS['prose']}. You can find your API "
                 "key at https://platform.openai.com/account/api-keys.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        },
+        "glued": {
+            "error": {
+                "message": f"Invalid header value api_key_{KEYS['glued']} for this project",
                 "type": "invalid_request_error",
                 "param": None,
                 "code": "invalid_api_key",
