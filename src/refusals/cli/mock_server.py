@@ -19,8 +19,10 @@ from typing import NoReturn
 
 import click
 
+from refusals.mock.app import MockApp
 from refusals.mock.rules import ScenarioFileError
 from refusals.mock.scenarios import SCENARIOS
+from refusals.mock.server import MockServer
 
 EXIT_USAGE = 2
 DEFAULT_PORT = 8765
@@ -96,9 +98,6 @@ def mock_server_command(
             f"--host {host} is not a loopback address, and the mock answers anyone who can "
             "reach it; add --allow-remote to bind it anyway"
         )
-    from refusals.mock.app import MockApp  # noqa: PLC0415 - uvicorn loads only to serve
-    from refusals.mock.server import MockServer  # noqa: PLC0415
-
     try:
         app = MockApp(scenarios_file)
     except ScenarioFileError as exc:
