@@ -456,3 +456,32 @@ def test_json_output_survives_text_the_fast_encoder_refuses() -> None:
     line = _dumps({"model": "claude\ud83d", "notice": None})
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert orjson.loads(line.replace(b"\\ud83d", b"")) == {"model": "claude", "notice": None}
+
+
+def test_a_stream_arriving_a_few_bytes_at_a_time_through_a_pipe_is_read_as_a_stream(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "slow.sse"
+    os.mkfifo(fifo)
+    raw = (FIXTURES / "anthropic" / "stream-refusal-cyber.sse").read_bytes()
+    proc = subprocess.Popen(
+        [*COMMAND, "--json", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        writer = open_fifo_for_writing(fifo)
+        try:
+            # Too few bytes to tell SSE from anything else, then the rest.
+            for piece in (raw[:2], raw[2:5], raw[5:]):
+                os.write(writer, piece)
+                time.sleep(0.2)
+        finally:
+            os.close(writer)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    data = orjson.loads(out)
+    assert data["streamed"] is True
+    assert data["finish_reason"] == "refusal"
+    assert data["verdict_event"] == 3
