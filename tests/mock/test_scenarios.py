@@ -253,3 +253,13 @@ def test_subagent_without_spawn_agent_offered_behaves_as_tool_then_answer(
     request = call("anthropic", "mock-subagent")
     answer = httpx.post(server.base_url + request.path, json=request.body, headers=request.headers)
     assert answer.json()["content"][0]["name"] == "get_weather"
+
+
+def test_the_child_of_a_subagent_scenario_answers_instead_of_spawning_again(
+    server: MockServer,
+) -> None:
+    request = call("anthropic", "mock-subagent", prompt=SUBAGENT_TASK)
+    request.body["tools"] = [SPAWN]
+    answer = httpx.post(server.base_url + request.path, json=request.body, headers=request.headers)
+    assert answer.json()["stop_reason"] == "end_turn"
+    assert answer.json()["content"][0]["text"] == "Mock answer: " + SUBAGENT_TASK[:80]

@@ -290,6 +290,9 @@ def _tool_then_answer(base: Plan, conversation: Conversation) -> Plan:
 
 
 def _subagent(base: Plan, conversation: Conversation, refused_child: bool) -> Plan:
+    if conversation.last_user_text.startswith(SUBAGENT_TASK):
+        # This is the child, asked the task: it answers, so spawning never recurses.
+        return base
     if not any(tool.name == "spawn_agent" for tool in conversation.tools):
         return _tool_then_answer(base, conversation)
     if conversation.last_is_tool_result:
