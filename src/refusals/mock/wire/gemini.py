@@ -145,7 +145,8 @@ class GeminiWire(Wire):
         pieces: list[dict[str, Any]] = [{"text": piece} for piece in text_pieces(plan.text)]
         if plan.tool_call is not None:
             call = plan.tool_call
-            pieces.append({"functionCall": {"name": call.name, "args": call.arguments}})
+            function_call = {"id": call.id, "name": call.name, "args": call.arguments}
+            pieces.append({"functionCall": function_call})
         final: dict[str, Any] = {"index": 0, "finishReason": FINISH_REASONS[plan.finish]}
         if plan.filter is not None:
             final["safetyRatings"] = [_blocked_rating(plan.filter.category)]
