@@ -8,6 +8,8 @@ import time
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError
 from refusals.transport.retry import (
@@ -190,3 +192,28 @@ def test_the_policy_repr_shows_its_settings_not_its_functions() -> None:
     text = repr(RetryPolicy())
     assert "max_attempts=3" in text
     assert "sleep" not in text
+
+
+@given(
+    finish=st.sampled_from([FinishReason.REFUSAL, FinishReason.CONTENT_FILTER]),
+    status=st.none() | st.integers(min_value=100, max_value=599),
+    kind=st.sampled_from(list(ErrorKind)) | st.none(),
+    should_retry=st.none() | st.booleans(),
+    attempt=st.integers(min_value=1, max_value=5),
+    asked=st.none() | st.floats(min_value=0, max_value=10),
+)
+def test_no_refusal_or_filter_stop_is_ever_retried(
+    *,
+    finish: FinishReason,
+    status: int | None,
+    kind: ErrorKind | None,
+    should_retry: bool | None,
+    attempt: int,
+    asked: float | None,
+) -> None:
+    error = (
+        ProviderError(kind, status=status, should_retry=should_retry) if kind is not None else None
+    )
+    blocked = LLMResponse(finish_reason=finish, error=error)
+    policy = RetryPolicy(max_attempts=10, jitter=0.0)
+    assert policy.decide(blocked, attempt, retry_after=asked) is None
