@@ -54,7 +54,7 @@ ERROR_TYPES: dict[str, str] = {
 }
 
 OUTPUT_BLOCKED = "Output blocked by content filtering policy"
-INPUT_BLOCKED = "Input blocked by content filtering policy"
+"""Anthropic's own wording, for a blocked prompt as well: it has no other."""
 
 
 class AnthropicWire(Wire):
@@ -102,8 +102,7 @@ class AnthropicWire(Wire):
 
     def render(self, plan: Plan, conv: Conversation) -> Reply:
         if plan.filter is not None and (plan.filter.where == "prompt" or not conv.stream):
-            message = INPUT_BLOCKED if plan.filter.where == "prompt" else OUTPUT_BLOCKED
-            return self.error(400, "invalid", message)
+            return self.error(400, "invalid", OUTPUT_BLOCKED)
         if conv.stream:
             return self._stream(plan, conv)
         return whole_reply(self._message(plan, conv), plan, {"request-id": _id("req", plan)})
