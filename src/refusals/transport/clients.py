@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -46,11 +46,9 @@ from refusals.transport.auth import (
     optional_env_secret,
 )
 from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
+from refusals.transport.fallback import FallbackChain
 from refusals.transport.retry import RetryPolicy, retry_after
 from refusals.transport.streams import StreamDecoder
-
-if TYPE_CHECKING:
-    from refusals.transport.fallback import FallbackChain
 
 __all__ = [
     "MODEL_PROVIDERS",
@@ -861,8 +859,6 @@ def client_for(
     )
     if not fallbacks:
         return primary
-    from refusals.transport.fallback import FallbackChain  # noqa: PLC0415 - avoids a cycle
-
     chain: list[ModelClient] = [primary]
     for entry in fallbacks:
         if not isinstance(entry, str):
