@@ -85,7 +85,7 @@ def mock_server_command(
       refusals mock-server --port 0          a free port; the URL is the first line
       refusals mock-server --list            the scenarios, one line each
       refusals mock-server --scenarios rules.toml
-      curl -s localhost:8765/v1/messages -H 'x-api-key: k' -d '{"model":
+      curl -s 127.0.0.1:8765/v1/messages -H 'x-api-key: k' -d '{"model":
         "mock-refusal", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}'
     """
     if list_scenarios:
