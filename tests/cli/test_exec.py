@@ -27,8 +27,8 @@ SCENARIOS = {
         ["thread.started", "turn.started", "turn.completed", "thread.completed"],
         2,
     ),
-    # parent, child's tool call, child's answer, parent's answer
-    "subagent": (0, ["thread.started", "turn.started", "turn.completed", "thread.completed"], 4),
+    # parent, the child's answer, the parent's answer
+    "subagent": (0, ["thread.started", "turn.started", "turn.completed", "thread.completed"], 3),
     "subagent-refusal": (
         0,
         ["thread.started", "turn.started", "refusal", "turn.completed", "thread.completed"],
@@ -216,7 +216,9 @@ def test_a_task_with_a_subagent_completes_with_the_childs_report(
     subagent = run.items("subagent")
     assert len(subagent) == 1
     assert subagent[0]["status"] == "completed"
-    assert subagent[0]["text"] == "The tool returned: notes.txt"
+    assert subagent[0]["text"] == (
+        "Mock answer: List the files in the workspace and report what you find."
+    )
     # The child's own items stay inside it; the parent's answer quotes its report.
     final = run.of_type("item.completed")[-1]["item"]
     assert final["type"] == "agent_message"
