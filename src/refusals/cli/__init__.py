@@ -43,7 +43,19 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+EXIT_INTERRUPTED = 130
+
+
 class _LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        # click turns Ctrl-C into "Aborted!" and exit 1; a shell expects 130, and a
+        # command that handles it itself (inspect, exec, chat) never gets here.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("Interrupted.", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
