@@ -411,3 +411,15 @@ def test_a_caller_that_stops_at_the_final_verdict_still_gets_the_hop_records(
     notice = refusals.notice(response)
     assert notice is not None
     assert notice.endswith(DECLINED_ENDING)
+
+
+def test_a_chain_behind_the_sync_facade_falls_back_the_same_way(app: MockApp) -> None:
+    chain = chain_for(app, "refusal", "answer")
+    with chain.sync() as sync:
+        handle = sync.stream(hello())
+        events = list(handle)
+        handle.close()
+    assert handle.response.finish_reason is FinishReason.STOP
+    assert any(isinstance(e, FallbackSeam) for e in events)
+    assert app.count(model="mock-refusal") == 1
+    assert app.count(model="mock-answer") == 1
