@@ -122,6 +122,10 @@ def test_a_parent_sees_its_refused_subagent_with_the_same_notice(
     assert len(bodies) == 3
     refused = [b for b in bodies if MAGIC_REFUSAL_STRING in _user_messages(b)]
     assert len(refused) == 1
+    mock.app.reset()
+    human = exec_on(wire, mock.base_url, "subagent-refusal", PROMPT, as_json=False)
+    assert human.exit_code == 0
+    assert expected in human.stderr.splitlines()
 
 
 def _user_messages(body: Any) -> str:
