@@ -193,7 +193,11 @@ class Agent:
     # The turn loop.
 
     async def run_turn(self, prompt: str, *, prompt_item_id: str | None = None) -> TurnResult:
-        """Run one user turn to its end; a refusal ends it with its notice, never raised."""
+        """Run one user turn to its end; a refusal ends it with its notice, never raised.
+
+        A cancellation withdraws the turn from the history, emits `turn.failed` with
+        outcome cancelled, and is raised (a chat catches it and takes the next prompt).
+        """
         self._turns += 1
         turn = _Turn(self._turns, prompt_item_id or self.ids())
         if self.depth == 0:
