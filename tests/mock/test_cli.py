@@ -126,3 +126,17 @@ def test_a_bad_scenarios_file_is_a_one_line_usage_error(tmp_path: Path) -> None:
 )
 def test_only_loopback_hosts_are_bound_without_allow_remote(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_a_port_in_use_is_a_one_line_error() -> None:
+    import socket  # noqa: PLC0415
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("--port", str(port))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"refusals mock-server: cannot listen on 127.0.0.1:{port}: ")
+    assert "address already in use" in result.stderr

@@ -32,6 +32,20 @@ class _ResetIsIntended(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_ResetIsIntended())
 
 
+class _StartupErrors(logging.Filter):
+    """Holds back uvicorn's errors while it starts, so a failure is reported once, by us."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            self.messages.append(record.getMessage())
+            return False
+        return True
+
+
 class _Served:
     """The app as uvicorn runs it: a `StreamReset` closes the socket, quietly."""
 
@@ -85,15 +99,20 @@ class MockServer:
         self._thread = threading.Thread(
             target=self._server.run, name="refusals-mock-server", daemon=True
         )
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"the mock server did not start on {self.host}:{self._requested_port}"
-                )
-            time.sleep(0.01)
+        errors = _StartupErrors()
+        logger = logging.getLogger("uvicorn.error")
+        logger.addFilter(errors)
+        try:
+            self._thread.start()
+            deadline = time.monotonic() + START_TIMEOUT_SECONDS
+            while not self._server.started:
+                if not self._thread.is_alive() or time.monotonic() > deadline:
+                    self.stop()
+                    reason = errors.messages[-1] if errors.messages else "it did not start"
+                    raise RuntimeError(reason)
+                time.sleep(0.01)
+        finally:
+            logger.removeFilter(errors)
         sockets = [s for server in self._server.servers for s in server.sockets]
         self.port = int(sockets[0].getsockname()[1])
         return self
