@@ -176,10 +176,6 @@ def stream_flag(body: Mapping[str, Any], default: bool = False) -> bool:
     return value
 
 
-def conversation(wire: str, model: str, stream: bool) -> Conversation:
-    return Conversation(wire=wire, model=model, stream=stream)
-
-
 FAULT_MESSAGES: dict[str, str] = {
     "rate_limited": "Rate limit reached for this model (mock scenario rate-limited).",
     "overloaded": "The model is overloaded; try again later (mock scenario overloaded).",
