@@ -254,6 +254,11 @@ def test_no_model_and_no_key_runs_the_offline_mock_and_says_so() -> None:
         (["--model", "anthropic:claude-x", "hi"], {"ANTHROPIC_API_KEY": ""}, "ANTHROPIC_API_KEY"),
         (["--model", "mock:answer", "   "], {}, "the prompt is empty"),
         (
+            ["--model", "mock:answer", "--output-last-message", "/nonexistent/dir/last.txt", "hi"],
+            {},
+            "the directory of /nonexistent/dir/last.txt does not exist",
+        ),
+        (
             ["hi"],
             {"ANTHROPIC_API_KEY": "sk-secret-value"},
             "no --model given and ANTHROPIC_API_KEY",

@@ -28,7 +28,7 @@ from refusals.loop.events import (
     ThreadStarted,
     TurnFailed,
 )
-from refusals.loop.outcome import EXIT_USAGE, Outcome
+from refusals.loop.outcome import EXIT_ERROR, EXIT_USAGE, Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.loop.workspace import Workspace, write_atomically
 from refusals.sanitize import sanitize
@@ -113,6 +113,7 @@ class HumanRenderer:
 
     def __init__(self, err: IO[str]) -> None:
         self.err = err
+        self.completed: ThreadCompleted | None = None
 
     def _say(self, text: str) -> None:
         self.err.write(text + "\n")
@@ -137,6 +138,12 @@ class HumanRenderer:
             else:
                 self._say(f"refusals exec: {event.outcome.code}: {sanitize(event.message)}")
         elif isinstance(event, ThreadCompleted):
+            self.completed = event  # summarised after the answer is printed
+
+    def summary(self) -> None:
+        """The run's last line on stderr: outcome, exit code, calls and requests."""
+        event = self.completed
+        if event is not None:
             self._say(
                 f"refusals exec: {event.outcome.code} (exit {event.outcome.exit_code}), "
                 f"{_count(event.num_turns, 'model call')}, {_count(event.requests, 'request')}"
@@ -303,6 +310,10 @@ def _exec(
 ) -> None:
     try:
         text = read_prompt(prompt, sys.stdin)
+        if output_last_message is not None and not output_last_message.parent.is_dir():
+            raise UsageError(
+                f"--output-last-message: the directory of {output_last_message} does not exist"
+            )
         chosen, note = choose_model(model)
         root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
         client = _client(chosen, base_url, fallback_models, fallback_scope)
@@ -311,7 +322,8 @@ def _exec(
         return
     if note is not None:
         click.echo(f"refusals exec: {note}", err=True)
-    sink = JsonWriter(sys.stdout) if as_json else HumanRenderer(sys.stderr)
+    human = None if as_json else HumanRenderer(sys.stderr)
+    sink = human if human is not None else JsonWriter(sys.stdout)
     agent = Agent(
         client,
         tools=root.tools(),
@@ -328,5 +340,13 @@ def _exec(
             sys.stdout.write(answer + ("" if answer.endswith("\n") else "\n"))
             sys.stdout.flush()
         if output_last_message is not None:
-            write_atomically(output_last_message, result.text.encode("utf-8"))
+            try:
+                write_atomically(output_last_message, result.text.encode("utf-8"))
+            except OSError as exc:
+                click.echo(
+                    f"refusals exec: cannot write {output_last_message}: {exc.strerror}", err=True
+                )
+                sys.exit(EXIT_ERROR)
+    if human is not None:
+        human.summary()
     sys.exit(result.outcome.exit_code)
