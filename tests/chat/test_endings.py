@@ -133,3 +133,25 @@ def test_without_a_model_or_a_key_the_chat_runs_on_the_offline_mock() -> None:
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+def test_a_bad_model_string_is_a_one_line_usage_error() -> None:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "refusals", "chat", "--model", "nonsense"],
+        env=chat_env(),
+        dimensions=(40, 120),
+        timeout=TIMEOUT,
+        encoding="utf-8",
+    )
+    session = Chat(child)
+    try:
+        session.expect(r"^refusals chat: model 'nonsense' names no provider: [^\n]*\)$")
+        child.expect(pexpect.EOF)
+        session.raw += str(child.before)
+        child.close()
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+    assert child.exitstatus == 2
+    assert "Traceback" not in session.text
