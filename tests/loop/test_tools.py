@@ -143,6 +143,13 @@ def test_paths_are_confined_to_the_workspace(workspace: Path, path: str, reason:
     assert (workspace.parent / "secret.txt").read_text() == "outside"
 
 
+def test_search_never_reads_through_a_symlink_leading_out(workspace: Path) -> None:
+    (workspace.parent / "secret.txt").write_text("TODO: the password is hunter2\n")
+    (workspace / "escape.txt").symlink_to(workspace.parent / "secret.txt")
+    output = call(Workspace(workspace).tools(), "search_text", pattern="TODO").output
+    assert output == "src/main.py:2: # TODO: more"
+
+
 def test_writes_need_allow_write_and_are_whole(workspace: Path) -> None:
     denied = Workspace(workspace)
     assert "write_file" not in denied.tools()

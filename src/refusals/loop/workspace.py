@@ -59,7 +59,7 @@ class Workspace:
         if ".." in pure.parts:
             raise ToolError(f"{path!r} contains '..'; paths must stay inside the workspace")
         resolved = (self.root / pure).resolve()
-        if resolved != self.root and self.root not in resolved.parents:
+        if not self._inside(resolved):
             raise ToolError(f"{path!r} leads outside the workspace (through a symlink)")
         return resolved
 
@@ -116,7 +116,11 @@ class Workspace:
         for current, dirs, files in os.walk(base):
             dirs[:] = [d for d in dirs if d not in _SKIPPED_DIRS]
             result += [Path(current) / name for name in files]
-        return result
+        # A symlinked file may point outside: its content is not the workspace's.
+        return [path for path in result if self._inside(path.resolve())]
+
+    def _inside(self, resolved: Path) -> bool:
+        return resolved == self.root or self.root in resolved.parents
 
     def write_file(self, path: str, content: str) -> str:
         """Write a text file of the workspace (created or replaced whole)."""
