@@ -12,7 +12,12 @@ import orjson
 import pytest
 
 from refusals.loop.tools import MAX_OUTPUT_CHARS, ToolRegistry, ToolResult, truncate_output
-from refusals.loop.workspace import MAX_COMMAND_OUTPUT_CHARS, Workspace
+from refusals.loop.workspace import (
+    MAX_COMMAND_OUTPUT_CHARS,
+    MAX_READ_BYTES,
+    MAX_READ_CHARS,
+    Workspace,
+)
 from refusals.model import ToolCall
 
 
@@ -148,6 +153,14 @@ def test_search_never_reads_through_a_symlink_leading_out(workspace: Path) -> No
     (workspace / "escape.txt").symlink_to(workspace.parent / "secret.txt")
     output = call(Workspace(workspace).tools(), "search_text", pattern="TODO").output
     assert output == "src/main.py:2: # TODO: more"
+
+
+def test_a_huge_file_is_read_only_as_far_as_the_bound(workspace: Path) -> None:
+    (workspace / "big.log").write_bytes(b"a" * (MAX_READ_BYTES * 3))
+    output = call(Workspace(workspace).tools(), "read_file", path="big.log").output
+    assert output == "a" * MAX_READ_CHARS + (
+        f"\n[file truncated: the first {MAX_READ_BYTES} of {MAX_READ_BYTES * 3} bytes read]"
+    )
 
 
 def test_writes_need_allow_write_and_are_whole(workspace: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from refusals.loop.tools import Tool, ToolError, ToolRegistry, truncate_output
 
 MAX_READ_CHARS = 50_000
+MAX_READ_BYTES = 4 * MAX_READ_CHARS
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_MATCHES = 200
 MAX_COMMAND_OUTPUT_CHARS = 16_000
@@ -87,7 +88,16 @@ class Workspace:
         target = self.resolve(path)
         if not target.is_file():
             raise ToolError(f"{path!r} is not a file")
-        text = target.read_bytes().decode("utf-8", "replace")
+        size = target.stat().st_size
+        # Never more than a bounded prefix in memory, however large the file is.
+        with target.open("rb") as handle:
+            head = handle.read(MAX_READ_BYTES)
+        text = head.decode("utf-8", "replace")
+        if size > len(head):
+            return (
+                f"{text[:MAX_READ_CHARS]}\n[file truncated: the first {len(head)} of "
+                f"{size} bytes read]"
+            )
         return truncate_output(text, MAX_READ_CHARS)
 
     def search_text(self, pattern: str, path: str = ".") -> str:
