@@ -17,9 +17,10 @@ import signal
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from refusals.loop.tools import Tool, ToolError, ToolRegistry, truncate_output
+from refusals.loop.tools import MAX_OUTPUT_CHARS, Tool, ToolError, ToolRegistry, truncate_output
 
-MAX_READ_CHARS = 50_000
+# Below the registry's bound on any result, so that the note saying what was cut survives.
+MAX_READ_CHARS = MAX_OUTPUT_CHARS - 200
 MAX_READ_BYTES = 4 * MAX_READ_CHARS
 MAX_LIST_ENTRIES = 500
 MAX_SEARCH_MATCHES = 200
