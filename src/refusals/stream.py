@@ -265,7 +265,7 @@ class StreamAccumulator:
             provider=self.provider,
             api=self.api,
             cut_off=cut_off,
-            error=_provider_error(error),
+            error=_provider_error(error, finish in _TERMINAL),
         )
 
 
@@ -282,14 +282,24 @@ def _lenient(data: str | bytes) -> Any:
         return _NOT_JSON
 
 
-def _provider_error(error: StreamError | None) -> ProviderError | None:
+def _provider_error(error: StreamError | None, blocked: bool) -> ProviderError | None:
     """The error a response reports: a stream that broke off or sent garbage is a
-    transport failure, safe to retry, unless the provider classified it otherwise."""
+    transport failure, safe to retry, unless the provider classified it otherwise; after a
+    refusal or filter verdict it is reported but never retryable (resending is refused
+    again)."""
     if error is None:
         return None
-    if error.error is not None:
-        return error.error
-    return ProviderError(ErrorKind.TRANSIENT, message=error.message)
+    found = error.error or ProviderError(ErrorKind.TRANSIENT, message=error.message)
+    return never_retried(found) if blocked else found
+
+
+def never_retried(error: ProviderError) -> ProviderError:
+    """`error`, not retryable: for the error of a refused or filtered response."""
+    if not error.retryable:
+        return error
+    return ProviderError(
+        error.kind, error.status, error.code, error.message, error.retry_after, should_retry=False
+    )
 
 
 def _is_policy(error: StreamError) -> bool:

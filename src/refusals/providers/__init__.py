@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from refusals.model import LLMResponse, clean_text, loads_lenient, sanitize_json
+from refusals.model import FinishReason, LLMResponse, clean_text, loads_lenient, sanitize_json
 from refusals.providers import (
     _headers,
     anthropic,
@@ -27,7 +27,14 @@ from refusals.providers import (
     openai_chat,
     openai_responses,
 )
-from refusals.providers._common import JsonObject, NormalizeError, key_names, type_name
+from refusals.providers._common import (
+    JsonObject,
+    NormalizeError,
+    json_text,
+    key_names,
+    type_name,
+)
+from refusals.stream import never_retried
 
 __all__ = [
     "PROVIDERS",
@@ -239,6 +246,9 @@ def normalize(
             ) from None
     if meta is not None:
         _headers.apply(result, meta)
+    if result.error is not None and result.finish_reason in _BLOCKED:
+        # A refused or filtered response is never retryable, whatever a header advised.
+        result.error = never_retried(result.error)
     if not isinstance(payload, bytes | bytearray | memoryview | str):
         # Decoded values can hold lone surrogates that no JSON parser lets through; the
         # text fields must be printable and encodable (details already went through orjson).
@@ -259,6 +269,7 @@ def _clean_fields(result: LLMResponse) -> None:
         result.error = dataclasses.replace(error, message=clean_text(error.message))
 
 
+_BLOCKED = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 _HOSTILE = (TypeError, ValueError, RecursionError, OverflowError, KeyError, IndexError)
 
 
@@ -281,11 +292,15 @@ def _normalize(
         if is_http_error and isinstance(payload, bytes | str):
             # Gateways answer some errors with HTML or plain text; the status still speaks.
             text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
-            name = provider or "unknown"
-            module = _module_for(name.lower(), {}) if provider else openai_chat
-            result: LLMResponse = module.parse_error(text, status, name.lower())
-            return result
+            return _text_error(text, provider, status)
         raise
+    if is_http_error and not isinstance(body, dict | list):
+        # A JSON string or number as an error body: its text, as sent, is the message.
+        if isinstance(payload, bytes | str):
+            text = payload if isinstance(payload, str) else payload.decode("utf-8", "replace")
+        else:
+            text = json_text(body)
+        return _text_error(text, provider, status)
     if isinstance(body, list) and provider is None:
         # Google's streaming endpoints wrap an error body in an array; so do some proxies.
         unwrapped = _error_in_array(body)
@@ -320,9 +335,16 @@ def _normalize(
         if named and module is bedrock and isinstance(body, dict) and "__type" not in body:
             # Bedrock names the exception only in the x-amzn-ErrorType header.
             body = {**body, "__type": meta.bedrock_error if meta is not None else None}
-        result = module.parse_error(body, status, provider)
+        result: LLMResponse = module.parse_error(body, status, provider)
     else:
         result = module.parse_response(body, provider)
+    return result
+
+
+def _text_error(text: str, provider: str | None, status: int | None) -> LLMResponse:
+    name = (provider or "unknown").lower()
+    module = _module_for(name, {}) if provider else openai_chat
+    result: LLMResponse = module.parse_error(text, status, name)
     return result
 
 
