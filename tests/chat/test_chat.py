@@ -213,6 +213,26 @@ def test_a_fallback_answer_says_which_model_answered_and_how_long_the_switch_las
     assert models[2:] == second_turn_models
 
 
+def test_a_declined_models_partial_text_before_a_fallback_answer_stays_marked_cut_off(
+    server: MockServer,
+) -> None:
+    args = ("--fallback-model", "anthropic:mock-answer")
+    with chat(server.base_url, "anthropic:mock-refusal-mid-stream", *args) as session:
+        session.say("hi")
+        session.expect(re.escape(PARTIAL_TEXT.strip()))
+        session.expect(r"^" + re.escape(CUT_OFF_MARKER))
+        session.expect(r"^Mock answer: hi$")
+        session.expect(r"^Answered by the fallback model anthropic:mock-answer after ")
+        session.prompt()
+        session.say("again")
+        session.expect(r"^Mock answer: again$")
+        session.prompt()
+        assert session.quit() == 0
+    later = server.app.requests[-1].body
+    assert user_texts(later) == ["hi", "again"]
+    assert PARTIAL_TEXT.strip() not in all_text(later)
+
+
 def test_ctrl_c_mid_stream_cancels_the_turn_and_the_session_goes_on_without_it(
     server: MockServer,
 ) -> None:
