@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import pytest
 
 from refusals import (
+    ErrorKind,
     Fallback,
     FinishReason,
     LLMResponse,
+    ProviderError,
     StopDetails,
     Usage,
     content_filter_reason,
@@ -17,6 +22,7 @@ from refusals import (
     notice,
     refusal_reason,
 )
+from refusals.model import MAX_JSON_DEPTH, MAX_REPR_CHARS, loads_lenient, sanitize_json
 
 
 def test_fields_not_given_are_empty() -> None:
@@ -204,3 +210,85 @@ def test_stop_details_round_trip_through_a_detail() -> None:
     stop = StopDetails(category="bio", explanation="x", fallback_has_prefill_claim=False)
     assert json.loads(stop.to_detail())["type"] == "stop_details"
     assert LLMResponse(reasoning_details=[stop.to_detail()]).stop_details == stop
+
+
+# --- hardening: altered output, retry advice, hostile values, bounded repr ---------------
+
+
+def test_stop_details_carry_how_a_filter_altered_the_output() -> None:
+    stop = StopDetails(category="email", altered="anonymized")
+    assert not stop.is_empty()
+    assert not StopDetails(altered="masked").is_empty()
+    response = LLMResponse(
+        finish_reason=FinishReason.CONTENT_FILTER, reasoning_details=[stop.to_detail()]
+    )
+    assert response.stop_details == stop
+
+
+def test_the_notice_of_altered_output_says_altered_and_how() -> None:
+    response = LLMResponse(
+        finish_reason=FinishReason.CONTENT_FILTER,
+        reasoning_details=[
+            StopDetails(
+                category="email", categories=("email", "phone"), altered="anonymized"
+            ).to_detail()
+        ],
+    )
+    text = content_filter_reason(response)
+    assert text == (
+        "The provider's content filter altered this response (anonymized; categories: email, "
+        "phone). The request was not retried; rephrase it or switch models."
+    )
+    assert is_content_filter_notice(text)
+    assert is_blocked_notice(text)
+    assert not is_refusal_notice(text)
+    bare = LLMResponse(
+        finish_reason=FinishReason.CONTENT_FILTER,
+        reasoning_details=[StopDetails(altered="masked").to_detail()],
+    )
+    assert content_filter_reason(bare) == (
+        "The provider's content filter altered this response (masked). "
+        "The request was not retried; rephrase it or switch models."
+    )
+
+
+def test_sanitize_json_tames_surrogates_huge_integers_and_depth() -> None:
+    deep: Any = "leaf"
+    for _ in range(5000):
+        deep = [deep]
+    value = sanitize_json({"\ud800k": ["a\udfffb", 2**70, -(2**70), 3, True, None], "d": deep})
+    assert value["\ufffdk"][:2] == ["a\ufffdb", float(2**70)]
+    assert value["\ufffdk"][2:] == [float(-(2**70)), 3, True, None]
+    depth, node = 0, value["d"]
+    while isinstance(node, list):
+        node, depth = node[0], depth + 1
+    assert node is None
+    assert depth == MAX_JSON_DEPTH - 1
+
+
+def test_loads_lenient_reads_escaped_lone_surrogates_and_bad_utf8() -> None:
+    assert loads_lenient(b'{"a": "x\\ud83d"}') == {"a": "x\ufffd"}
+    assert loads_lenient(b'{"a": "caf\xe9"}') == {"a": "caf\ufffd"}
+    with pytest.raises(ValueError):
+        loads_lenient(b"{not json")
+    with pytest.raises(ValueError):
+        loads_lenient("[NaN]")
+
+
+def test_repr_of_a_response_is_bounded_and_says_what_was_cut() -> None:
+    deep: Any = {}
+    for _ in range(3000):
+        deep = {"a": deep}
+    response = LLMResponse(
+        content="x" * 1_000_000,
+        reasoning_details=["d" * 10_000] * 500 + [deep],
+    )
+    text = repr(response)
+    assert len(text) <= MAX_REPR_CHARS + 100
+    assert "more characters" in text
+
+
+def test_retryable_means_transient_and_not_advised_against() -> None:
+    assert ProviderError(ErrorKind.TRANSIENT, retry_after=2.0).retryable
+    assert not ProviderError(ErrorKind.TRANSIENT, should_retry=False).retryable
+    assert not ProviderError(ErrorKind.POLICY, should_retry=True).retryable
