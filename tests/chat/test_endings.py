@@ -155,3 +155,31 @@ def test_a_bad_model_string_is_a_one_line_usage_error() -> None:
             child.terminate(force=True)
     assert child.exitstatus == 2
     assert "Traceback" not in session.text
+
+
+def test_model_switches_the_next_turn_and_the_conversation_goes_with_it(
+    server: MockServer,
+) -> None:
+    with chat(server.base_url, "anthropic:mock-answer") as session:
+        session.say("first")
+        session.expect(r"^Mock answer: first$")
+        session.prompt()
+        session.say("/model anthropic:mock-tool-then-answer")
+        session.expect(r"^model anthropic:mock-tool-then-answer from the next turn on")
+        session.prompt()
+        session.say("/model")
+        session.expect(r"^model anthropic:mock-tool-then-answer; /model PROVIDER:MODEL switches$")
+        session.prompt()
+        session.say("second")
+        session.expect(r"^tool list_files")
+        session.expect(r"^The tool returned: ")
+        session.prompt()
+        assert session.quit() == 0
+    assert [r.model for r in server.app.requests] == [
+        "mock-answer",
+        "mock-tool-then-answer",
+        "mock-tool-then-answer",
+    ]
+    switched = server.app.requests[1].body
+    assert user_texts(switched) == ["first", "second"]
+    assert "Mock answer: first" in orjson.dumps(switched).decode()
