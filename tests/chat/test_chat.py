@@ -80,6 +80,7 @@ def test_a_normal_answer_is_shown_and_the_session_goes_on_until_ctrl_d(
         session.expect(r"^Mock answer: and again$")
         session.prompt()
         assert session.quit() == 0
+        session.expect(r"^refusals chat: session ended; 2 model calls, 2 requests\.$")
     assert server.app.count() == 2
     second = server.app.requests[1].body
     assert user_texts(second) == ["hello there", "and again"]

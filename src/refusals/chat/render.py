@@ -34,6 +34,7 @@ from refusals.loop.events import (
     ItemStarted,
     ItemUpdated,
     RefusalReported,
+    ThreadCompleted,
     ThreadStarted,
     TurnFailed,
 )
@@ -158,6 +159,11 @@ class Renderer:
             self._notice(event.notice, event.kind == "refusal")
         elif isinstance(event, TurnFailed):
             self._failed(event)
+        elif isinstance(event, ThreadCompleted):
+            calls = _count(event.num_turns, "model call")
+            self.hint(
+                f"refusals chat: session ended; {calls}, {_count(event.requests, 'request')}."
+            )
 
     def _started(self, item: Item) -> None:
         if item.type == "subagent":
@@ -263,3 +269,7 @@ class Renderer:
         # the text on screen is the very string `refusals exec` prints.
         style = NOTICE_STYLES[Outcome.REFUSED if refused else Outcome.CONTENT_FILTERED]
         self.line(sanitize(notice), style)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
