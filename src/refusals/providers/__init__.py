@@ -128,7 +128,10 @@ def detect(body: Any) -> tuple[str, ModuleType]:
     """The provider name and wire-format module a body's shape belongs to."""
     if not isinstance(body, dict):
         raise NormalizeError(f"expected {_EXPECTED}, got {type_name(body)}")
-    hinted = _hint(body)
+    return _detect(body, _hint(body))
+
+
+def _detect(body: JsonObject, hinted: ModuleType | None) -> tuple[str, ModuleType]:
     if hinted is not None:
         name: str | None = hinted.detect_provider(body)
         if name is not None:
@@ -220,7 +223,8 @@ def normalize(
     Raises `NormalizeError` for anything that is not a known body, and `TypeError` for an
     argument of the wrong type.
     """
-    _check_arguments(provider, status, headers)
+    if provider is not None or status is not None or headers is not None:
+        _check_arguments(provider, status, headers)
     if url is not None:
         if not isinstance(url, str):
             raise TypeError(f"url must be a str or None, got {type(url).__name__}")
@@ -249,7 +253,7 @@ def normalize(
     if result.error is not None and result.finish_reason in _BLOCKED:
         # A refused or filtered response is never retryable, whatever a header advised.
         result.error = never_retried(result.error)
-    if not isinstance(payload, bytes | bytearray | memoryview | str):
+    if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview | str):
         # Decoded values can hold lone surrogates that no JSON parser lets through; the
         # text fields must be printable and encodable (details already went through orjson).
         _clean_fields(result)
@@ -306,12 +310,8 @@ def _normalize(
         unwrapped = _error_in_array(body)
         if unwrapped is not None:
             body = unwrapped
-    if (
-        not is_http_error
-        and isinstance(body, dict)
-        and (provider or "bedrock").lower() == "bedrock"
-        and bedrock.is_invoke_body(body)
-    ):
+    hinted = _hint(body) if type(body) is dict else None
+    if type(body) is dict and not is_http_error and _is_invoke(body, provider, hinted):
         # InvokeModel: a native model body, with Bedrock's guardrail marker beside it.
         return bedrock.parse_invoke(body, "bedrock")
     if provider is not None:
@@ -324,12 +324,12 @@ def _normalize(
             body = _error_in_array(body) or {}
     elif is_http_error and isinstance(body, dict):
         try:
-            provider, module = detect(body)
+            provider, module = _detect(body, hinted)
         except NormalizeError:
             # An error body of no known shape: the status alone still classifies it.
             provider, module = "unknown", openai_chat
     else:
-        provider, module = detect(body)
+        provider, module = _detect(body, hinted) if type(body) is dict else detect(body)
     if is_http_error or module.is_error(body):
         named = meta is not None and meta.bedrock_error is not None
         if named and module is bedrock and isinstance(body, dict) and "__type" not in body:
@@ -339,6 +339,15 @@ def _normalize(
     else:
         result = module.parse_response(body, provider)
     return result
+
+
+def _is_invoke(body: JsonObject, provider: str | None, hinted: ModuleType | None) -> bool:
+    if provider is not None and provider.lower() != "bedrock":
+        return False
+    if bedrock.GUARDRAIL_ACTION in body or bedrock.INVOCATION_METRICS in body:
+        return True
+    # Native bodies (Titan, Llama, Mistral) have none of the keys other formats hint with.
+    return hinted is None and bedrock.is_invoke_body(body)
 
 
 def _text_error(text: str, provider: str | None, status: int | None) -> LLMResponse:

@@ -419,6 +419,8 @@ def _guardrail_outcome(
     said (unless that was already an error or a pause); the blocked categories and the
     `actionReason` become the stop details of a filter stop.
     """
+    if not guardrail:
+        return finish, None  # no trace: nothing to add (the common case)
     blocked = _blocked_categories(guardrail)
     ordinary = (FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS)
     masked: list[str] = []

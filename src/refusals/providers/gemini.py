@@ -164,6 +164,9 @@ _OPAQUE_KEYS = frozenset({"args", "response", "partial_args"})
 def wire_keys(body: JsonObject) -> JsonObject:
     """`body` with the wire format's camelCase keys, when it came with google-genai's
     snake_case field names (`model_dump()` of a `GenerateContentResponse`); else `body`."""
+    # Cheap checks first: every wire body has one of these camelCase keys.
+    if "usageMetadata" in body or "modelVersion" in body or "responseId" in body:
+        return body
     if not body.keys() & _SNAKE_KEYS:
         first = next(iter(arr(body.get("candidates"))), None)
         if not (isinstance(first, dict) and first.keys() & _SNAKE_CANDIDATE_KEYS):
@@ -240,7 +243,10 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             f"promptFeedback or usageMetadata); got keys: {key_names(body)}"
         )
     # Candidate 0 is the response, wherever it sits in the list (as a stream reads it).
-    candidate = _first_candidate(body.get("candidates"))
+    candidates = body.get("candidates")
+    candidate = candidates[0] if type(candidates) is list and candidates else None
+    if type(candidate) is not dict or candidate.get("index", 0) != 0:
+        candidate = _first_candidate(candidates)
     content, reasoning, tool_calls, signatures = _read_parts(obj(candidate.get("content")))
 
     feedback = obj(body.get("promptFeedback"))

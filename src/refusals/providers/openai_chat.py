@@ -337,7 +337,10 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             "expected a Chat Completions response with `choices`, got an object with keys: "
             + key_names(body)
         )
-    choice = first_choice(body.get("choices"))
+    choices = body.get("choices")
+    choice = choices[0] if type(choices) is list and choices else None
+    if type(choice) is not dict or choice.get("index", 0) != 0:
+        choice = first_choice(choices)  # choice 0 is not first (or the list is odd)
     message = obj(choice.get("message")) or obj(choice.get("delta"))
 
     raw_content = message.get("content")
