@@ -399,7 +399,7 @@ def test_the_in_process_mock_needs_no_key_and_speaks_anthropic() -> None:
     response = run(client.complete(hello()))
     assert response.finish_reason is FinishReason.REFUSAL
     assert response.model == "mock-refusal"
-    assert client.model == "mock:mock-refusal"
+    assert client.model == "mock:refusal"
 
 
 def test_an_openai_compatible_server_needs_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:

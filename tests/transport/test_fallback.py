@@ -79,11 +79,11 @@ def test_a_declined_request_goes_once_to_the_fallback_which_answers(
     assert app.count(model="mock-answer") == 1
     trigger = "content_filter" if primary.startswith("filter") else "refusal"
     [record] = hops(response)
-    assert record["from"] == {"model": f"mock:mock-{primary}"}
-    assert record["to"] == {"model": "mock:mock-answer"}
+    assert record["from"] == {"model": f"mock:{primary}"}
+    assert record["to"] == {"model": "mock:answer"}
     assert record["trigger"]["type"] == trigger
     assert response.served_by_fallback
-    assert [a.model for a in chain.attempts] == [f"mock:mock-{primary}", "mock:mock-answer"]
+    assert [a.model for a in chain.attempts] == [f"mock:{primary}", "mock:answer"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -138,8 +138,8 @@ def test_a_fallback_that_fails_is_skipped_and_the_next_one_asked(app: MockApp) -
     response = run(chain.complete(hello()))
     assert response.finish_reason is FinishReason.STOP
     [record] = hops(response)
-    assert record["from"] == {"model": "mock:mock-refusal"}
-    assert record["to"] == {"model": "mock:mock-answer"}
+    assert record["from"] == {"model": "mock:refusal"}
+    assert record["to"] == {"model": "mock:answer"}
     assert [a.status for a in chain.attempts] == [200, 500, 200]
 
 
@@ -163,8 +163,8 @@ def test_a_stream_marks_the_seam_and_holds_back_the_declined_verdict(app: MockAp
     assert len(seams) == 1
     seam = events[seams[0]]
     assert isinstance(seam, FallbackSeam)
-    assert seam.fallback.from_model == "mock:mock-refusal-mid-stream"
-    assert seam.fallback.to_model == "mock:mock-answer"
+    assert seam.fallback.from_model == "mock:refusal-mid-stream"
+    assert seam.fallback.to_model == "mock:answer"
     assert seam.fallback.trigger == "refusal"
     verdicts = [e for e in events if isinstance(e, Verdict)]
     assert [v.finish_reason for v in verdicts] == [FinishReason.STOP]
@@ -204,7 +204,7 @@ def test_session_scope_stays_on_the_model_that_answered(app: MockApp) -> None:
     run(turns())
     assert app.count(model="mock-refusal") == 1
     assert app.count(model="mock-answer") == 3
-    assert chain.current_model == "mock:mock-answer"
+    assert chain.current_model == "mock:answer"
 
 
 def test_a_chain_across_providers_sends_one_request_per_hop() -> None:
@@ -380,8 +380,8 @@ def test_hop_records_are_json_with_from_to_and_trigger_category(app: MockApp) ->
     record = orjson.loads(raw[0])
     assert record == {
         "type": "fallback",
-        "from": {"model": "mock:mock-refusal"},
-        "to": {"model": "mock:mock-answer"},
+        "from": {"model": "mock:refusal"},
+        "to": {"model": "mock:answer"},
         "trigger": {"type": "refusal", "category": "cyber"},
         "source": "client",
     }
@@ -389,8 +389,8 @@ def test_hop_records_are_json_with_from_to_and_trigger_category(app: MockApp) ->
 
 def test_fallbacks_of_the_same_provider_share_the_endpoint(app: MockApp) -> None:
     chain = chain_for(app, "refusal", "answer")
-    assert [c.model for c in chain.clients] == ["mock:mock-refusal", "mock:mock-answer"]
-    assert repr(chain) == "FallbackChain([mock:mock-refusal, mock:mock-answer], scope='turn')"
+    assert [c.model for c in chain.clients] == ["mock:refusal", "mock:answer"]
+    assert repr(chain) == "FallbackChain([mock:refusal, mock:answer], scope='turn')"
 
 
 def test_a_caller_that_stops_at_the_final_verdict_still_gets_the_hop_records(
@@ -423,3 +423,19 @@ def test_a_chain_behind_the_sync_facade_falls_back_the_same_way(app: MockApp) ->
     assert any(isinstance(e, FallbackSeam) for e in events)
     assert app.count(model="mock-refusal") == 1
     assert app.count(model="mock-answer") == 1
+
+
+def test_a_mock_model_is_shown_as_typed_and_sent_under_its_wire_name(app: MockApp) -> None:
+    chain = chain_for(app, "refusal", "answer")
+    response = run(chain.complete(hello()))
+    assert chain.model == "mock:refusal"
+    assert [a.model for a in chain.attempts] == ["mock:refusal", "mock:answer"]
+    assert [h["to"] for h in hops(response)] == [{"model": "mock:answer"}]
+    assert [entry.model for entry in app.requests] == ["mock-refusal", "mock-answer"]
+
+
+def test_a_model_the_mock_recommends_is_shown_without_its_wire_prefix(app: MockApp) -> None:
+    chain = chain_for(app, "refusal-recommended", "answer")
+    run(chain.complete(hello()))
+    assert [a.model for a in chain.attempts] == ["mock:refusal-recommended", "mock:fallback"]
+    assert [entry.model for entry in app.requests] == ["mock-refusal-recommended", "mock-fallback"]

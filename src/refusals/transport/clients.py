@@ -199,6 +199,13 @@ def parse_model_string(model: str) -> tuple[str, str]:
     return provider, name
 
 
+def _wire_name(provider: str, name: str) -> str:
+    """The model name sent: the mock serves scenario `NAME` as model `mock-NAME`."""
+    if provider == "mock" and not name.startswith("mock-"):
+        return f"mock-{name}"
+    return name
+
+
 def _request_id(headers: Mapping[str, str]) -> str | None:
     for name in _REQUEST_ID_HEADERS:
         value = headers.get(name)
@@ -257,7 +264,8 @@ class HTTPClient:
     """A `ModelClient` for one model of one provider, over httpx.
 
     Made by `client_for`; `model` is the `PROVIDER:MODEL` string, `model_name` the
-    provider's own name, which replaces `Request.model` in every body sent.
+    name after the prefix and `wire_name` the name sent, which replaces `Request.model`
+    in every body (they differ only for the mock, where `mock:answer` sends `mock-answer`).
     """
 
     def __init__(
@@ -275,6 +283,7 @@ class HTTPClient:
     ) -> None:
         self.provider = provider
         self.model_name = model_name
+        self.wire_name = _wire_name(provider, model_name)
         spec = _PROVIDERS[provider]
         self.wire: Wire = spec.wire
         self.normalize_as = spec.normalize_as
@@ -307,6 +316,9 @@ class HTTPClient:
     def for_model(self, model_name: str) -> HTTPClient:
         """The same provider, endpoint, key and connection pool for another model (used
         to follow a `recommended_model`)."""
+        if self.provider == "mock":
+            # The mock recommends wire names (`mock-fallback`); users see `mock:fallback`.
+            model_name = model_name.removeprefix("mock-") or model_name
         other = HTTPClient(
             self.provider,
             model_name,
@@ -371,7 +383,7 @@ class HTTPClient:
         return self._http
 
     def _prepare(self, request: Request, *, stream: bool) -> _Prepared:
-        request = request.with_model(self.model_name)
+        request = request.with_model(self.wire_name)
         headers = {"content-type": "application/json", "accept": "application/json"}
         body: Any
         if self.wire == "anthropic":
@@ -386,7 +398,7 @@ class HTTPClient:
         elif self.wire == "openai-chat":
             body = builders.openai_chat_body(request, stream=stream, vendor=self.provider)
             if self.provider == "azure":
-                deployment = quote(self.model_name, safe="")
+                deployment = quote(self.wire_name, safe="")
                 version = quote(self._settings["api_version"], safe="")
                 url = (
                     f"{self.base_url}/openai/deployments/{deployment}/chat/completions"
@@ -398,7 +410,7 @@ class HTTPClient:
         elif self.wire == "gemini":
             body = builders.gemini_body(request)
             method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-            model = quote(self.model_name, safe="")
+            model = quote(self.wire_name, safe="")
             if self.provider == "vertex":
                 project = quote(self._settings["project"], safe="")
                 location = quote(self._settings["location"], safe="")
@@ -411,7 +423,7 @@ class HTTPClient:
         else:
             body = builders.bedrock_body(request)
             operation = "converse-stream" if stream else "converse"
-            url = f"{self.base_url}/model/{quote(self.model_name, safe='')}/{operation}"
+            url = f"{self.base_url}/model/{quote(self.wire_name, safe='')}/{operation}"
         if stream and self.wire != "bedrock":
             headers["accept"] = "text/event-stream"
         content = orjson.dumps(body)
@@ -463,7 +475,7 @@ class HTTPClient:
     def _finish(self, result: LLMResponse, headers: Mapping[str, str] | None) -> LLMResponse:
         """Fill in what the body left out (model, provider, request id); scrub secrets."""
         if result.model is None:
-            result.model = self.model_name
+            result.model = self.wire_name
         if result.provider is None:
             result.provider = self.provider
         if result.request_id is None and headers is not None:
@@ -539,7 +551,7 @@ class HTTPStream:
         self._client = client
         self._request = request
         self._call = _Call(client)
-        self._response = LLMResponse(model=client.model_name, provider=client.provider)
+        self._response = LLMResponse(model=client.wire_name, provider=client.provider)
         self._iterator: AsyncIterator[StreamEvent] | None = None
         self._http: httpx.Response | None = None
         # While a body is being decoded, `response` is read from its decoder, so that a
@@ -760,7 +772,6 @@ def _make_client(
     url = base_url or _first_env(spec.base_url_env) or spec.base_url
     try:
         if provider == "mock":
-            name = name if name.startswith("mock-") else f"mock-{name}"
             secret = Secret(api_key or _MOCK_KEY)
             if http_client is None:
                 http_client = _mock_http_client()
