@@ -14,7 +14,7 @@ from refusals.loop.step import Step, StepKind, classify, run_step
 from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.refusal import notice
 from refusals.request import Request
-from refusals.stream import StreamEvent, TextDelta, Verdict
+from refusals.stream import StreamAccumulator, StreamEvent, TextDelta, Verdict
 from refusals.transport.base import Attempt
 
 
@@ -43,17 +43,19 @@ def test_a_response_is_classified_with_refusal_and_filter_first(
 
 
 class LateStream:
-    """A stream whose client response is complete only once it was read to the end
-    (a real client may behave so), with a tail that never ends after the verdict."""
+    """A stream with a tail that never ends after the verdict; like every `ModelStream`,
+    its response keeps what was read when it is closed early."""
 
     def __init__(self, head: list[StreamEvent], hang: bool) -> None:
         self.head = head
         self.hang = hang
         self.closed = False
         self.finished = False
+        self._acc = StreamAccumulator(provider="anthropic", model="late")
 
     async def _events(self) -> AsyncIterator[StreamEvent]:
-        for event in self.head:
+        for index, event in enumerate(self.head):
+            self._acc.apply(event, index)
             yield event
         if self.hang:
             await asyncio.sleep(60)
@@ -64,8 +66,7 @@ class LateStream:
 
     @property
     def response(self) -> LLMResponse:
-        # Blank until the stream was read to its end, which this test never lets happen.
-        return LLMResponse(content="done") if self.finished else LLMResponse()
+        return self._acc.response
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -107,7 +108,8 @@ def test_a_stream_that_never_ends_after_its_verdict_is_closed_within_the_drain_b
     result = asyncio.run(asyncio.wait_for(call(), 5))
     assert stream.closed
     assert shown == ["a"]
-    # The client's response was incomplete once closed early: the loop's own fold stands.
+    assert not stream.finished
+    # The stream's own response, kept at the early close, is what the step reports.
     assert result.kind is StepKind.REFUSED and result.stopped_at_verdict
     assert result.notice == notice(result.response)
     assert result.notice == (

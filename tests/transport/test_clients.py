@@ -255,7 +255,7 @@ def test_a_stream_stopped_at_the_verdict_keeps_the_refusal_and_sends_nothing_mor
         "anthropic:mock-refusal-mid-stream", base_url=server.base_url, api_key=SENTINEL_KEY
     )
 
-    async def go() -> tuple[LLMResponse, list[StreamEvent]]:
+    async def go() -> tuple[LLMResponse, list[StreamEvent], list[Attempt]]:
         handle = client.stream(hello())
         seen: list[StreamEvent] = []
         async for event in handle:
@@ -263,14 +263,59 @@ def test_a_stream_stopped_at_the_verdict_keeps_the_refusal_and_sends_nothing_mor
             if isinstance(event, Verdict):
                 break
         await handle.aclose()
-        return handle.response, seen
+        return handle.response, seen, handle.attempts
 
-    response, seen = run(go())
+    async def whole() -> LLMResponse:
+        handle = client.stream(hello())
+        async for _ in handle:
+            pass
+        return handle.response
+
+    response, seen, attempts = run(go())
     assert response.finish_reason is FinishReason.REFUSAL
     assert isinstance(seen[-1], Verdict)
     assert seen[-1].finish_reason is FinishReason.REFUSAL
     assert any(isinstance(e, TextDelta) for e in seen)
     assert server.app.count() == 1
+    # The facts read up to the verdict are kept, with no error for the early close.
+    assert response.error is None
+    assert response.cut_off is True
+    assert response.stop_details is not None
+    assert refusals.notice(response) == refusals.notice(run(whole()))
+    assert [(a.model, a.status, a.error) for a in attempts] == [
+        ("anthropic:mock-refusal-mid-stream", 200, None)
+    ]
+    assert client.attempts[0] == attempts[0]
+
+
+def test_a_chain_stopped_at_its_final_verdict_keeps_the_refusal_and_every_attempt(
+    server: MockServer,
+) -> None:
+    server.app.reset()
+    client = client_for(
+        "anthropic:mock-refusal-mid-stream",
+        base_url=server.base_url,
+        api_key=SENTINEL_KEY,
+        fallbacks=["anthropic:mock-refusal"],
+    )
+
+    async def go() -> tuple[LLMResponse, list[Attempt]]:
+        handle = client.stream(hello())
+        async for event in handle:
+            if isinstance(event, Verdict):
+                break
+        await handle.aclose()
+        return handle.response, handle.attempts
+
+    response, attempts = run(go())
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert response.declined_models == ["anthropic:mock-refusal-mid-stream"]
+    assert [a.model for a in attempts] == [
+        "anthropic:mock-refusal-mid-stream",
+        "anthropic:mock-refusal",
+    ]
+    assert [a.model for a in client.attempts] == [a.model for a in attempts]
+    assert server.app.count() == 2
 
 
 def test_an_unreachable_server_is_an_error_response_after_the_retries() -> None:

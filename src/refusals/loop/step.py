@@ -19,7 +19,6 @@ from refusals.request import Request
 from refusals.stream import (
     FallbackSeam,
     ReasoningDelta,
-    StreamAccumulator,
     StreamEvent,
     TextDelta,
     Verdict,
@@ -111,17 +110,12 @@ async def run_step(
         return _step(await client.complete(request))
     call = client.stream(request)
     events = call.__aiter__()
-    provider, _, model = client.model.partition(":")
-    # What was read, folded as every decoder folds it: the verdict stands even if the
-    # client's own response is incomplete once the stream was closed early.
-    seen = StreamAccumulator(provider=provider, model=model)
     stopped = False
     try:
-        async for index, event in _numbered(events):
-            seen.apply(event, index)
+        async for event in events:
             if isinstance(event, Verdict) and event.finish_reason in _TERMINAL:
                 stopped = True
-                await _drain_details(events, seen, index + 1)
+                await _drain_details(events)
                 break
             if isinstance(event, TextDelta) and on_text is not None:
                 on_text(event.text)
@@ -130,31 +124,21 @@ async def run_step(
             elif isinstance(event, FallbackSeam) and on_seam is not None:
                 on_seam(event)
     finally:
+        # A closed stream keeps what it read (the `ModelStream.aclose` contract), so the
+        # response holds the verdict and its details even when reading stopped early.
         await call.aclose()
-    response = call.response
-    if stopped and response.finish_reason not in _TERMINAL:
-        response = seen.response
-    return _step(response, stopped)
+    return _step(call.response, stopped)
 
 
-async def _numbered(events: AsyncIterator[StreamEvent]) -> AsyncIterator[tuple[int, StreamEvent]]:
-    index = 0
-    async for event in events:
-        yield index, event
-        index += 1
-
-
-async def _drain_details(
-    events: AsyncIterator[StreamEvent], seen: StreamAccumulator, index: int
-) -> None:
-    """Read on after a terminal verdict, showing nothing, within the drain bounds."""
+async def _drain_details(events: AsyncIterator[StreamEvent]) -> None:
+    """Read on after a terminal verdict, showing nothing, within the drain bounds (the
+    client folds what is read into its response)."""
     deadline = time.monotonic() + DETAIL_DRAIN_SECONDS
-    for offset in range(DETAIL_DRAIN_EVENTS):
+    for _ in range(DETAIL_DRAIN_EVENTS):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
         try:
-            event = await asyncio.wait_for(anext(events), remaining)
+            await asyncio.wait_for(anext(events), remaining)
         except (StopAsyncIteration, TimeoutError):
             return
-        seen.apply(event, index + offset)

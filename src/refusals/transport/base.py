@@ -55,7 +55,12 @@ class ModelStream(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Stop reading (for example at a refusal verdict) and release the connection."""
+        """Stop reading (for example at a refusal verdict) and release the connection.
+
+        Closing early keeps what was read: `response` then holds the verdict, text and
+        stop details seen so far (no error is added for the early close), and `attempts`
+        include the request in flight.
+        """
         ...
 
 

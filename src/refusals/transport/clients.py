@@ -20,11 +20,12 @@ event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
@@ -613,11 +614,14 @@ class HTTPStream:
                         yield error_event
                     return
                 retry = False
-                async for event in self._decode(reply, started):
-                    if event is None:
-                        retry = True
-                        break
-                    yield event
+                # Closed with this generator, so that a caller who stops early (at the
+                # verdict) reaches the decoder's own clean-up, which keeps the response.
+                async with contextlib.aclosing(self._decode(reply, started)) as decoded:
+                    async for event in decoded:
+                        if event is None:
+                            retry = True
+                            break
+                        yield event
                 if retry:
                     continue
                 return
@@ -652,7 +656,7 @@ class HTTPStream:
 
     async def _decode(
         self, reply: httpx.Response, started: float
-    ) -> AsyncIterator[StreamEvent | None]:
+    ) -> AsyncGenerator[StreamEvent | None, None]:
         """The stream's events; None last when it failed before any output and the policy
         sends it again (after the wait)."""
         client, call = self._client, self._call
@@ -678,6 +682,10 @@ class HTTPStream:
                         held.append(event)
         except httpx.TransportError as exc:
             broke = exc
+        except BaseException:
+            # The caller stopped reading (closed at a verdict, or cancelled).
+            self._stopped_early(decoder, reply, started)
+            raise
         self._live = None
         closing = decoder.close()
         result = decoder.response
@@ -711,6 +719,20 @@ class HTTPStream:
         self._response = client._finish(result, reply.headers)
         for event in [*held, *closing]:
             yield self._clean(event)
+
+    def _stopped_early(self, decoder: StreamDecoder, reply: httpx.Response, started: float) -> None:
+        """Keep what arrived before the caller stopped reading, and record the attempt.
+
+        The decoder is not closed: a stream the caller left is not a broken stream, so its
+        response keeps the verdict and stop details read so far with no error added.
+        """
+        self._live = None
+        result = decoder.response
+        error = result.error.message if result.error is not None else None
+        self._call.record(
+            started, reply.status_code, request_id=_request_id(reply.headers), error=error
+        )
+        self._response = self._client._finish(result, reply.headers)
 
     def _clean(self, event: StreamEvent) -> StreamEvent:
         """A stream error's message without this client's credentials."""

@@ -328,6 +328,8 @@ class ChainStream:
         # The hops so far, for a caller who reads `response` before the chain ends.
         self._details: list[str] = []
         self._prefill: str | None = None
+        self._collected: ModelStream | None = None
+        """The last hop whose attempts were collected (each is collected once)."""
 
     @property
     def response(self) -> LLMResponse:
@@ -349,10 +351,18 @@ class ChainStream:
             closer = getattr(self._iterator, "aclose", None)
             if closer is not None:
                 await closer()
-        if self._inner is not None:
-            await self._inner.aclose()
+        inner = self._inner
+        if inner is not None:
+            await inner.aclose()
+            if not self._done:
+                # Stopped before the chain ended (at a verdict): the hop in flight keeps
+                # what it read, and its attempts count like those of a finished hop.
+                if self._collected is not inner:
+                    self._collect(inner)
+                self._finish(_compose(inner.response, self._details, self._prefill))
 
     def _collect(self, inner: ModelStream) -> None:
+        self._collected = inner
         attempts = inner.attempts
         self._attempts += attempts
         self._chain._attempts += attempts
