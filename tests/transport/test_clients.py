@@ -588,3 +588,26 @@ def test_bedrock_requests_are_signed_with_sigv4_from_the_aws_environment(
     assert "/us-east-1/bedrock/aws4_request" in headers["Authorization"]
     assert SENTINEL_KEY not in repr(headers)
     assert SENTINEL_KEY not in repr(client)
+
+
+def test_a_very_short_key_is_not_scrubbed_letter_by_letter_from_messages() -> None:
+    def error_with(key: str) -> tuple[str | None, str | None]:
+        client = client_for("mock:server-error", api_key=key, retry=RetryPolicy.never())
+        response = run(client.complete(hello()))
+        assert response.error is not None
+        return response.error.message, client.attempts[0].error
+
+    # The mock's message holds many a `k` ("mock"); a one-letter key must leave it whole.
+    assert error_with("k") == error_with("a-key-not-in-the-message")
+    message, _ = error_with("k")
+    assert message is not None and "mock scenario" in message and "[redacted]" not in message
+
+
+def test_a_key_of_eight_characters_or_more_is_scrubbed_wherever_it_appears() -> None:
+    client = client_for("mock:answer", api_key="abcd1234")
+    short = client_for("mock:answer", api_key="abcd123")
+    assert isinstance(client, HTTPClient) and isinstance(short, HTTPClient)
+    assert client.scrub("bad key abcd1234 (abcd1234)") == "bad key [redacted] ([redacted])"
+    assert short.scrub("bad key abcd123") == "bad key abcd123"
+    # Pattern-based redaction still applies whatever the caller's key.
+    assert SENTINEL_KEY not in short.scrub(f"bad key {SENTINEL_KEY}")

@@ -13,7 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MissingCredentials", "Secret", "SigV4Signer", "env_secret"]
+__all__ = ["MIN_SCRUBBED_LENGTH", "MissingCredentials", "Secret", "SigV4Signer", "env_secret"]
+
+
+MIN_SCRUBBED_LENGTH = 8
+"""Credential values at least this long are scrubbed from messages by their exact value."""
 
 
 class MissingCredentials(LookupError):
@@ -34,8 +38,15 @@ class Secret:
     __str__ = __repr__
 
     def scrub(self, text: str) -> str:
-        """`text` with this secret's value replaced (for error messages from servers)."""
-        return text.replace(self.value, "[redacted]") if self.value else text
+        """`text` with this secret's value replaced (for error messages from servers).
+
+        Values shorter than `MIN_SCRUBBED_LENGTH` are left alone: scrubbing a demo key
+        such as `k` would mangle every word holding that letter, and no real key is that
+        short (the providers' key patterns are still redacted by `redact`).
+        """
+        if len(self.value) < MIN_SCRUBBED_LENGTH:
+            return text
+        return text.replace(self.value, "[redacted]")
 
 
 def env_secret(

@@ -355,7 +355,7 @@ class HTTPClient:
             text = self._secret.scrub(text)
         if self._signer is not None:
             for value in self._signer.secrets():
-                text = text.replace(value, "[redacted]")
+                text = Secret(value).scrub(text)
         return redact(text)
 
     async def aclose(self) -> None:
