@@ -1,7 +1,7 @@
 """`refusals chat`: talk to a model at the terminal, on the loop `refusals exec` runs.
 
 The model, the mock default without a key, and the fallback options are resolved as
-`exec` resolves them (the helpers come from `refusals.cli.exec`).
+`exec` resolves them (both use `refusals.cli._models`).
 """
 
 from __future__ import annotations
@@ -90,12 +90,12 @@ def chat_command(
     from refusals.chat.prompt import Prompter  # noqa: PLC0415
     from refusals.chat.render import Renderer, make_console  # noqa: PLC0415
     from refusals.chat.session import ChatSession  # noqa: PLC0415
-    from refusals.cli.exec import (  # noqa: PLC0415
+    from refusals.cli._models import (  # noqa: PLC0415
         SYSTEM_PROMPT,
         UsageError,
-        _client,
         choose_model,
     )
+    from refusals.cli._models import make_client as build_client  # noqa: PLC0415
     from refusals.loop.agent import Agent  # noqa: PLC0415
     from refusals.loop.subagents import SubagentPolicy  # noqa: PLC0415
     from refusals.loop.workspace import Workspace  # noqa: PLC0415
@@ -119,7 +119,7 @@ def chat_command(
         # another provider (after /model) reads its own environment.
         same = not primary_provider or provider(name) == primary_provider[0]
         try:
-            return _client(name, base_url if same else None, fallback_models, fallback_scope)
+            return build_client(name, base_url if same else None, fallback_models, fallback_scope)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
 

@@ -9,7 +9,6 @@ those of `refusals.loop.outcome`.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import IO, Literal
 import click
 import orjson
 
+from refusals.cli._models import SYSTEM_PROMPT, UsageError, choose_model, make_client
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
 from refusals.loop.events import (
     Event,
@@ -32,57 +32,11 @@ from refusals.loop.outcome import EXIT_ERROR, EXIT_USAGE, Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.loop.workspace import Workspace, write_atomically
 from refusals.sanitize import sanitize
-from refusals.transport.base import ModelClient
-
-MOCK_DEFAULT = "mock:answer"
-
-# Environment variables that mean the user has a provider configured; with one set and
-# no --model there is no safe guess of a model, so exec asks for one.
-PROVIDER_KEY_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "OPENROUTER_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "TOGETHER_API_KEY",
-)
-
-SYSTEM_PROMPT = (
-    "You are a careful agent working in a workspace directory. Use the tools offered to "
-    "look at files (and, when allowed, to change them or run commands), then answer "
-    "the task in a short final message."
-)
-
-
-class UsageError(Exception):
-    """Bad input from the user: one line, exit code 2."""
 
 
 def _fail_usage(message: str) -> None:
     click.echo(f"refusals exec: {sanitize(message, single_line=True)}", err=True)
     sys.exit(EXIT_USAGE)
-
-
-def choose_model(model: str | None) -> tuple[str, str | None]:
-    """The model to run, and a note for stderr when it was chosen for the user."""
-    if model:
-        return model, None
-    configured = [name for name in PROVIDER_KEY_VARIABLES if os.environ.get(name)]
-    if configured:
-        raise UsageError(
-            f"no --model given and {configured[0]} is set; pass --model PROVIDER:MODEL "
-            "(e.g. anthropic:claude-opus-4-8), or --model mock:answer for the offline mock"
-        )
-    return MOCK_DEFAULT, (
-        f"no --model and no provider API key in the environment: using the offline mock "
-        f"provider ({MOCK_DEFAULT}); pass --model PROVIDER:MODEL for a real one"
-    )
 
 
 def read_prompt(prompt: str | None, stdin: IO[str]) -> str:
@@ -194,20 +148,6 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
             await close()
 
 
-def _client(
-    model: str,
-    base_url: str | None,
-    fallbacks: tuple[str, ...],
-    scope: Literal["turn", "session"],
-) -> ModelClient:
-    from refusals.transport.clients import ClientError, client_for  # noqa: PLC0415
-
-    try:
-        return client_for(model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope)
-    except ClientError as exc:
-        raise UsageError(str(exc)) from None
-
-
 @click.command("exec", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("prompt", required=False)
 @click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8.")
@@ -316,7 +256,7 @@ def _exec(
             )
         chosen, note = choose_model(model)
         root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
-        client = _client(chosen, base_url, fallback_models, fallback_scope)
+        client = make_client(chosen, base_url, fallback_models, fallback_scope)
     except UsageError as exc:
         _fail_usage(str(exc))
         return

@@ -1,0 +1,84 @@
+"""What `refusals exec` and `refusals chat` share: the model choice, the client, the prompt.
+
+Both commands resolve `--model` the same way (the offline mock when no provider key is
+configured, a usage error when one is but no model was named) and build their client
+with the same fallback options, so that the two never disagree about what runs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from refusals.transport.base import ModelClient
+
+__all__ = [
+    "MOCK_DEFAULT",
+    "PROVIDER_KEY_VARIABLES",
+    "SYSTEM_PROMPT",
+    "UsageError",
+    "choose_model",
+    "make_client",
+]
+
+MOCK_DEFAULT = "mock:answer"
+
+# Environment variables that mean the user has a provider configured; with one set and
+# no --model there is no safe guess of a model, so the command asks for one.
+PROVIDER_KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "XAI_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "TOGETHER_API_KEY",
+)
+
+SYSTEM_PROMPT = (
+    "You are a careful agent working in a workspace directory. Use the tools offered to "
+    "look at files (and, when allowed, to change them or run commands), then answer "
+    "the task in a short final message."
+)
+
+
+class UsageError(Exception):
+    """Bad input from the user: one line, exit code 2."""
+
+
+def choose_model(model: str | None) -> tuple[str, str | None]:
+    """The model to run, and a note for stderr when it was chosen for the user."""
+    if model:
+        return model, None
+    configured = [name for name in PROVIDER_KEY_VARIABLES if os.environ.get(name)]
+    if configured:
+        raise UsageError(
+            f"no --model given and {configured[0]} is set; pass --model PROVIDER:MODEL "
+            "(e.g. anthropic:claude-opus-4-8), or --model mock:answer for the offline mock"
+        )
+    return MOCK_DEFAULT, (
+        f"no --model and no provider API key in the environment: using the offline mock "
+        f"provider ({MOCK_DEFAULT}); pass --model PROVIDER:MODEL for a real one"
+    )
+
+
+def make_client(
+    model: str,
+    base_url: str | None,
+    fallbacks: tuple[str, ...],
+    scope: Literal["turn", "session"],
+) -> ModelClient:
+    """The client for `model` with its fallback chain; a bad model string or a missing
+    key is a `UsageError` (one line)."""
+    # The clients (httpx and the providers) load only when a command runs.
+    from refusals.transport.clients import ClientError, client_for  # noqa: PLC0415
+
+    try:
+        return client_for(model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope)
+    except ClientError as exc:
+        raise UsageError(str(exc)) from None
