@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from refusals import notice
@@ -464,3 +465,21 @@ def test_azure_filter_results_naming_several_categories_report_all_in_one_spelli
     assert response.stop_details is not None
     assert response.stop_details.categories == ("hate", "self_harm", "violence")
     assert notice(response) == f"{FILTERED} (categories: hate, self_harm, violence). {NEXT_STEP}"
+
+
+def test_headers_may_be_httpx_headers_or_raw_bytes() -> None:
+    body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Slow down"}}
+    from_httpx = normalize(
+        body, status=429, headers=httpx.Headers({"Retry-After": "3", "Request-Id": "req_1"})
+    )
+    from_bytes = normalize(
+        body, status=429, headers={b"retry-after": b"3", b"request-id": b"req_1"}
+    )
+    for response in (from_httpx, from_bytes):
+        assert response.error is not None and response.error.retry_after == 3.0
+        assert response.request_id == "req_1"
+
+
+def test_a_header_value_too_long_to_be_a_fact_is_ignored() -> None:
+    response = normalize(BLOCKED_MESSAGE, status=400, headers={"x-request-id": "r" * 10_000})
+    assert response.request_id is None

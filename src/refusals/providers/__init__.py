@@ -206,7 +206,7 @@ def normalize(
     payload: Any,
     provider: str | None = None,
     status: int | None = None,
-    headers: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
     *,
     url: str | None = None,
 ) -> LLMResponse:

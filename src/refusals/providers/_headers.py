@@ -50,7 +50,7 @@ class HeaderFacts:
     """The exception name of `x-amzn-ErrorType` (`ValidationException`)."""
 
 
-def read(headers: Mapping[str, Any]) -> HeaderFacts:
+def read(headers: Mapping[Any, Any]) -> HeaderFacts:
     """The facts of a response's headers; values that are not short text are ignored."""
     lowered: dict[str, str] = {}
     for raw_name, raw_value in headers.items():
