@@ -292,7 +292,7 @@ def test_a_write_asks_first_and_yes_no_and_always_do_what_they_say(tmp_path: Pat
         session.say("write note 2")
         session.expect(r"allow write_file\(path='note2.txt'")
         session.say("n")
-        session.expect(r"error: the user did not allow this write_file call")
+        session.expect(r"error: the user declined this write_file call; it did not run")
         session.expect(r"^Mock answer: write note 2$")
         session.prompt()
         session.say("write note 3")

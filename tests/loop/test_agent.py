@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from refusals import notice
-from refusals.loop.agent import Agent
+from refusals.loop.agent import Agent, declined_message
 from refusals.loop.events import (
     Event,
     ItemCompleted,
@@ -23,8 +23,8 @@ from refusals.loop.events import (
 from refusals.loop.gates import CONTINUE_PROMPT
 from refusals.loop.outcome import Outcome
 from refusals.loop.subagents import SubagentPolicy
-from refusals.loop.tools import ToolRegistry
-from refusals.model import FinishReason
+from refusals.loop.tools import Tool, ToolRegistry
+from refusals.model import FinishReason, ToolCall
 from refusals.stream import (
     RefusalDelta,
     StreamError,
@@ -394,3 +394,141 @@ def test_subagents_run_at_most_max_concurrent_at_once_and_nest_to_max_depth() ->
     assert peak[0] == 1
     # Depth 2: the children are offered spawn_agent themselves.
     assert "spawn_agent" in [spec.name for spec in client.requests[1].tools]
+
+
+# --- The chat's API: approval, switching clients, the summary -----------------------------
+
+
+def _writes() -> tuple[ToolRegistry, list[str]]:
+    tools = ToolRegistry()
+    written: list[str] = []
+
+    @tools.tool(permission="write")
+    def save(text: str) -> str:
+        """Save a text."""
+        written.append(text)
+        return "saved"
+
+    @tools.tool
+    def peek() -> str:
+        """Read something."""
+        return "seen"
+
+    return tools, written
+
+
+def test_a_write_tool_runs_only_when_the_approval_hook_allows_it() -> None:
+    tools, written = _writes()
+    asked: list[tuple[str, str, str]] = []
+
+    async def approve(call: ToolCall, tool: Tool) -> bool:
+        asked.append((call.id, call.name, tool.permission))
+        return True
+
+    client = ScriptedClient([tool_call("save", '{"text": "hi"}', "call_1"), text("done")])
+    agent, _ = agent_for(client, tools=tools, approve=approve)
+    result = run(agent.run("save hi"))
+    assert result.outcome is Outcome.SUCCESS
+    assert asked == [("call_1", "save", "write")]
+    assert written == ["hi"]
+
+
+def test_a_declined_call_does_not_run_and_the_model_reads_that_the_user_declined() -> None:
+    tools, written = _writes()
+
+    async def deny(call: ToolCall, tool: Tool) -> bool:
+        return False
+
+    client = ScriptedClient([tool_call("save", '{"text": "hi"}', "call_1"), text("ok")])
+    agent, events = agent_for(client, tools=tools, approve=deny)
+    result = run(agent.run("save hi"))
+    assert result.outcome is Outcome.SUCCESS
+    assert written == []
+    last = client.requests[1].messages[-1]
+    assert (last.role, last.tool_call_id, last.is_error) == ("tool", "call_1", True)
+    assert last.content == declined_message("save")
+    assert "the user declined" in last.content
+    outputs = [e.item for e in events if isinstance(e, ItemCompleted)]
+    assert [i.type for i in outputs] == ["tool_call", "tool_output", "agent_message"]
+    assert outputs[1].data["is_error"] is True
+
+
+def test_read_tools_and_malformed_calls_are_never_put_to_the_approval_hook() -> None:
+    tools, written = _writes()
+    asked: list[str] = []
+
+    async def approve(call: ToolCall, tool: Tool) -> bool:
+        asked.append(call.name)
+        return True
+
+    client = ScriptedClient(
+        [tool_call("peek", "{}", "c1"), tool_call("save", "{}", "c2"), text("ok")]
+    )
+    agent, _ = agent_for(client, tools=tools, approve=approve)
+    assert run(agent.run("go")).outcome is Outcome.SUCCESS
+    assert asked == []
+    assert written == []
+
+
+def test_an_approval_hook_that_fails_declines_the_call_without_ending_the_turn() -> None:
+    tools, written = _writes()
+
+    async def broken(call: ToolCall, tool: Tool) -> bool:
+        raise RuntimeError("no terminal")
+
+    client = ScriptedClient([tool_call("save", '{"text": "hi"}', "call_1"), text("ok")])
+    agent, _ = agent_for(client, tools=tools, approve=broken)
+    assert run(agent.run("save hi")).outcome is Outcome.SUCCESS
+    assert written == []
+    last = client.requests[1].messages[-1]
+    assert last.is_error and "RuntimeError: no terminal" in last.content
+
+
+def test_a_subagent_asks_the_same_approval_hook_before_it_writes() -> None:
+    tools, written = _writes()
+    asked: list[str] = []
+
+    async def approve(call: ToolCall, tool: Tool) -> bool:
+        asked.append(call.name)
+        return False
+
+    client = ScriptedClient(
+        [spawn("save it"), tool_call("save", '{"text": "x"}', "c1"), text("no"), text("ok")]
+    )
+    agent, _ = agent_for(client, tools=tools, subagents=SubagentPolicy(), approve=approve)
+    assert run(agent.run("delegate")).outcome is Outcome.SUCCESS
+    assert asked == ["save"]
+    assert written == []
+
+
+def test_switching_clients_keeps_the_history_and_counts_every_clients_requests() -> None:
+    first = ScriptedClient([text("one")], model="scripted:model-a")
+    second = ScriptedClient([text("two")], model="scripted:model-b")
+    agent, events = agent_for(first)
+    agent.start()
+    run(agent.run_turn("first question"))
+    old = agent.switch_client(second)
+    run(agent.run_turn("second question"))
+    assert old is first and agent.client is second
+    assert sent_texts(second.requests[0])[:2] == ["first question", "one"]
+    assert second.requests[0].model == "model-b"
+    completed = agent.finish()
+    assert completed.requests == len(first.attempts) + len(second.attempts) == 2
+    assert completed.num_turns == 2
+    assert events[-1] is completed
+
+
+def test_the_summary_is_built_from_the_last_turn_without_being_emitted() -> None:
+    client = ScriptedClient([text("fine"), refusal()])
+    agent, events = agent_for(client)
+    assert agent.summary().outcome is Outcome.SUCCESS
+    run(agent.run_turn("hello"))
+    run(agent.run_turn(REFUSED_PROMPT))
+    before = len(events)
+    summary = agent.summary()
+    assert len(events) == before
+    assert not any(isinstance(e, ThreadCompleted) for e in events)
+    assert summary.outcome is Outcome.REFUSED
+    assert summary.stop_reason == "refusal"
+    assert (summary.num_turns, summary.requests) == (2, 2)
+    assert agent.summary(Outcome.CANCELLED).outcome is Outcome.CANCELLED

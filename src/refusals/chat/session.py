@@ -80,8 +80,6 @@ class ChatSession:
         """The prompt of the last refused or filtered turn, for `/edit`."""
         self.turn_outcomes: dict[int, Outcome] = {}
         self._next_default = ""
-        self._earlier_requests = 0
-        """HTTP requests made by clients `/model` replaced."""
 
     def _emit(self, event: Event) -> None:
         # Serialised now: the loop keeps updating a streamed item in place.
@@ -166,15 +164,9 @@ class ChatSession:
         )
 
     def completion(self) -> ThreadCompleted:
-        """The session's `thread.completed` as of now (the last turn's outcome)."""
-        last = self.agent.last_response
-        return ThreadCompleted(
-            self.last_outcome or Outcome.SUCCESS,
-            last.finish_reason.value if last is not None else None,
-            self.agent.usage,
-            self.agent.num_turns,
-            self._earlier_requests + len(self.agent.client.attempts),
-        )
+        """The session's `thread.completed` as of now (the last turn's outcome; every
+        model `/model` used counts in its requests)."""
+        return self.agent.summary(self.last_outcome or Outcome.SUCCESS)
 
     # Commands.
 
@@ -213,12 +205,10 @@ class ChatSession:
         except ValueError as exc:
             self.renderer.error(f"/model: {sanitize(str(exc), single_line=True)}")
             return
-        old = self.agent.client
-        self._earlier_requests += len(old.attempts)
+        old = self.agent.switch_client(client)
         close = getattr(old, "aclose", None)
         if close is not None:
             await close()
-        self.agent.client = client
         self.model = name
         self.renderer.info(
             f"model {sanitize(name, single_line=True)} from the next turn on; the "

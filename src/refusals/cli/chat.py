@@ -134,7 +134,8 @@ def chat_command(
 
     prompter = Prompter()
     renderer = Renderer(make_console(), stream=not no_stream, live=not plain)
-    tools = Approvals(prompter.approve).wrap(root.tools())
+    tools = root.tools()
+    approvals = Approvals(prompter.approve)
 
     def agent(client: ModelClient) -> Agent:
         return Agent(
@@ -144,6 +145,7 @@ def chat_command(
             max_turns=max_turns,
             stream=not no_stream,
             subagents=SubagentPolicy(),
+            approve=approvals,
         )
 
     session = ChatSession(

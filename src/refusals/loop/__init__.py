@@ -21,7 +21,7 @@ A refused or filtered turn ends with `result.notice`, the string `refusals.notic
 built, unchanged; it is withdrawn from the history and never sent again.
 """
 
-from refusals.loop.agent import Agent, TurnResult
+from refusals.loop.agent import Agent, Approver, TurnResult
 from refusals.loop.events import (
     Event,
     EventSink,
@@ -61,6 +61,7 @@ __all__ = [
     "EXIT_SUCCESS",
     "EXIT_USAGE",
     "Agent",
+    "Approver",
     "Entry",
     "Event",
     "EventSink",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from refusals.loop.events import (
@@ -58,6 +59,17 @@ from refusals.transport.base import ModelClient
 DEFAULT_MAX_TURNS = 20
 CANCELLED_MESSAGE = "The run was cancelled."
 
+Approver = Callable[[ToolCall, Tool], Awaitable[bool]]
+"""Asked before a write or command tool runs: True lets the call run, False declines it."""
+
+NEEDS_APPROVAL = frozenset({"write", "command"})
+"""The tool permissions an `Approver` is consulted for."""
+
+
+def declined_message(tool: str) -> str:
+    """The tool result the model reads when the user declined its call."""
+    return f"error: the user declined this {tool} call; it did not run"
+
 
 @dataclass(slots=True)
 class TurnResult:
@@ -97,7 +109,11 @@ class Agent:
     """A conversation with one model client, its tools, and the loop that drives it.
 
     `run(prompt)` runs a whole headless session of one turn (thread events included);
-    `start()`, `run_turn(prompt)` and `finish(outcome)` let a chat run many turns.
+    `start()`, `run_turn(prompt)` and `finish(outcome)` let a chat run many turns, with
+    `switch_client` to change models between turns and `summary()` for the session's
+    `thread.completed` so far. `approve`, when given, is asked before every write or
+    command tool call (subagents' included); a declined call is a tool error the model
+    reads, not an exception.
     """
 
     def __init__(
@@ -117,8 +133,10 @@ class Agent:
         depth: int = 0,
         thread_id: str | None = None,
         in_flight: list[int] | None = None,
+        approve: Approver | None = None,
     ) -> None:
         self.client = client
+        self.approve = approve
         self.system = system
         self.max_turns = max_turns
         self.stream = stream
@@ -135,7 +153,11 @@ class Agent:
         self.num_turns = 0
         """Model calls this agent made (its subagents' calls not included)."""
         self.last_response: LLMResponse | None = None
+        self.last_outcome: Outcome | None = None
+        """How the last turn ended (None before the first)."""
         self._turns = 0
+        self._earlier_requests = 0
+        """Requests made by clients `switch_client` replaced."""
         self._call_ids = 0
         # Calls started and not yet returned, shared with subagents: a call cancelled in
         # flight has sent its request but the client records no attempt for it.
@@ -156,22 +178,43 @@ class Agent:
     def start(self) -> None:
         self.emit(ThreadStarted(self.thread_id, self.client.model))
 
-    def finish(self, outcome: Outcome) -> ThreadCompleted:
+    def summary(self, outcome: Outcome | None = None) -> ThreadCompleted:
+        """The session's `thread.completed` as of now, built and not emitted.
+
+        `outcome` defaults to the last turn's (success before any turn); `requests`
+        counts every client this agent used.
+        """
         last = self.last_response
-        event = ThreadCompleted(
-            outcome,
+        return ThreadCompleted(
+            outcome or self.last_outcome or Outcome.SUCCESS,
             last.finish_reason.value if last is not None else None,
             self.usage,
             self.num_turns,
             self._requests(),
         )
+
+    def finish(self, outcome: Outcome | None = None) -> ThreadCompleted:
+        """Emit the session's `thread.completed` (see `summary`) and return it."""
+        event = self.summary(outcome)
         self.emit(event)
         return event
+
+    def switch_client(self, client: ModelClient) -> ModelClient:
+        """Talk to `client` from the next call on; the history goes with it.
+
+        Returns the client replaced (closing it is the caller's business). Its requests
+        stay counted in `summary()`.
+        """
+        old = self.client
+        self._earlier_requests += len(old.attempts)
+        self.client = client
+        return old
 
     def _requests(self) -> int:
         """Provider requests made so far, a call cancelled before its attempt included."""
         made = len(self.client.attempts)
-        return made + sum(1 for started in self._in_flight if made <= started)
+        in_flight = sum(1 for started in self._in_flight if made <= started)
+        return self._earlier_requests + made + in_flight
 
     async def run(self, prompt: str) -> TurnResult:
         """One headless session: thread started, one turn, thread completed.
@@ -209,10 +252,12 @@ class Agent:
             result = await self._loop(turn)
         except asyncio.CancelledError:
             self.transcript.withdraw_turn(turn.number)
+            self.last_outcome = Outcome.CANCELLED
             self.emit(TurnFailed(CANCELLED_MESSAGE, Outcome.CANCELLED))
             raise
         except Exception as exc:  # a failure of our own or a user's code ends the turn
             result = self._fail(turn, Outcome.ERROR, f"{type(exc).__name__}: {exc}")
+        self.last_outcome = result.outcome
         return result
 
     async def _loop(self, turn: _Turn) -> TurnResult:
@@ -409,7 +454,7 @@ class Agent:
                     )
                 )
             )
-            result = await self.tools.call(call)
+            result = await self._approved_call(call)
             results[index] = result
             self.emit(
                 ItemCompleted(
@@ -434,6 +479,28 @@ class Agent:
         return [
             r if r is not None else ToolResult("error: no result", is_error=True) for r in results
         ]
+
+    async def _approved_call(self, call: ToolCall) -> ToolResult:
+        """Run one call, asking `approve` first for a well-formed write or command call."""
+        tool = self.tools.get(call.name)
+        if (
+            self.approve is None
+            or tool is None
+            or tool.permission not in NEEDS_APPROVAL
+            or self.tools.check(call) is not None  # malformed: refused without asking
+        ):
+            return await self.tools.call(call)
+        try:
+            allowed = await self.approve(call, tool)
+        except Exception as exc:  # a user's hook failing declines the call, never the turn
+            return ToolResult(
+                f"error: approval of this {tool.name} call failed ({type(exc).__name__}: "
+                f"{exc}); it did not run",
+                is_error=True,
+            )
+        if not allowed:
+            return ToolResult(declined_message(tool.name), is_error=True)
+        return await self.tools.call(call)
 
     async def _spawn(self, turn: _Turn, call: ToolCall) -> ToolResult:
         assert self.subagents is not None
@@ -477,6 +544,7 @@ class Agent:
             depth=self.depth + 1,
             thread_id=self.thread_id,
             in_flight=self._in_flight,
+            approve=self.approve,
         )
         result = await child.run_turn(task, prompt_item_id=item_id)
         add_usage(self.usage, child.usage)
