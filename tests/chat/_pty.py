@@ -20,9 +20,6 @@ from typing import Any
 import orjson
 import pexpect
 
-from refusals.mock import MockApp
-from refusals.mock.app import Receive, Scope, Send
-
 TIMEOUT = 20.0
 """Upper bound on any one wait; every wait ends by then, match or not."""
 PROMPT = r"you>\s*$"
@@ -176,47 +173,9 @@ def all_text(body: dict[str, Any]) -> str:
     return orjson.dumps(body).decode()
 
 
-class AnswersToolResults(MockApp):
-    """The mock, except that a request whose last message is a tool result is answered
-    with the plain `answer` scenario (the scenario file's tool call is not made again)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await super().__call__(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        if _ends_with_tool_result(body):
-            headers = [*scope["headers"], (b"x-mock-scenario", b"answer")]
-            scope = {**scope, "headers": headers}
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                return {"type": "http.disconnect"}
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await super().__call__(scope, replay, send)
-
-
-def _ends_with_tool_result(body: bytes) -> bool:
-    try:
-        messages = orjson.loads(body).get("messages") or []
-    except (orjson.JSONDecodeError, AttributeError):
-        return False
-    if not messages:
-        return False
-    content = messages[-1].get("content")
-    return isinstance(content, list) and any(
-        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
-    )
+ANSWER_TOOL_RESULTS: dict[str, Any] = {"after_tool_result": True, "scenario": "answer"}
+"""A scenario rule to put first: a request whose last message is a tool result gets the
+plain `answer` scenario (the later rules' tool call is not made again)."""
 
 
 def anthropic_events(

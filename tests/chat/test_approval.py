@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from refusals.mock import MockServer
-from tests.chat._pty import AnswersToolResults, anthropic_events, chat, scenario_file
+from refusals.mock import MockApp, MockServer
+from tests.chat._pty import ANSWER_TOOL_RESULTS, anthropic_events, chat, scenario_file
 
 
-def _calls(tmp_path: Path, name: str, arguments: dict[str, object]) -> AnswersToolResults:
+def _calls(tmp_path: Path, name: str, arguments: dict[str, object]) -> MockApp:
     rule = {
         "prompt_contains": "please",
         "events": anthropic_events(
@@ -17,7 +17,7 @@ def _calls(tmp_path: Path, name: str, arguments: dict[str, object]) -> AnswersTo
             stop_reason="tool_use",
         ),
     }
-    return AnswersToolResults(scenario_file(tmp_path / "rules.json", [rule]))
+    return MockApp(scenario_file(tmp_path / "rules.json", [ANSWER_TOOL_RESULTS, rule]))
 
 
 def test_a_command_runs_only_after_the_user_allows_it(tmp_path: Path) -> None:

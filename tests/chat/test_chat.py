@@ -22,7 +22,7 @@ from refusals.chat.render import CUT_OFF_MARKER
 from refusals.mock import MockApp, MockServer
 from refusals.mock.scenarios import PARTIAL_TEXT
 from tests.chat._pty import (
-    AnswersToolResults,
+    ANSWER_TOOL_RESULTS,
     all_text,
     anthropic_body,
     anthropic_events,
@@ -276,7 +276,7 @@ def test_a_write_asks_first_and_yes_no_and_always_do_what_they_say(tmp_path: Pat
         }
         for n in range(1, 5)
     ]
-    app = AnswersToolResults(scenario_file(tmp_path / "rules.json", rules))
+    app = MockApp(scenario_file(tmp_path / "rules.json", [ANSWER_TOOL_RESULTS, *rules]))
     args = ("--allow-write", "--workspace", str(workspace))
     with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
         session.say("write note 1")

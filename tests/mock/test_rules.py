@@ -122,6 +122,11 @@ def test_a_json_file_works_as_well(tmp_path: Path) -> None:
         ("[[rules]]\nstatus = 99\nbody = {}", ".toml", "status must be an HTTP status"),
         ("[[rules]]\nmodel = 3\nscenario = 'answer'", ".toml", "'model' must be a string"),
         ("[[rules]]\nevents = []", ".toml", "'events' must be a non-empty list"),
+        (
+            "[[rules]]\nafter_tool_result = 'yes'\nscenario = 'answer'",
+            ".toml",
+            "'after_tool_result' must be true or false",
+        ),
     ],
 )
 def test_a_bad_file_fails_with_one_line_naming_the_problem(
@@ -138,3 +143,77 @@ def test_a_bad_file_fails_with_one_line_naming_the_problem(
 def test_a_missing_file_fails_with_one_line(tmp_path: Path) -> None:
     with pytest.raises(ScenarioFileError, match="cannot read scenario file"):
         MockApp(tmp_path / "absent.toml")
+
+
+TOOL_RULES = """
+[[rules]]
+after_tool_result = true
+scenario = "length"
+
+[[rules]]
+prompt_contains = "weather"
+after_tool_result = false
+scenario = "tool-then-answer"
+
+[[rules]]
+model = "mock-refusal"
+prompt_contains = "overridden"
+scenario = "answer"
+"""
+
+
+@pytest.fixture
+def tool_ruled(tmp_path: Path) -> Iterator[MockServer]:
+    path = tmp_path / "rules.toml"
+    path.write_text(TOOL_RULES)
+    with MockServer(MockApp(path)) as server:
+        yield server
+
+
+def with_tool_result(server: MockServer, wire: str, model: str) -> httpx.Response:
+    """A request whose last message is the result of the weather tool call."""
+    request = call(wire, model, prompt="the weather please")
+    body = request.body
+    if wire == "anthropic":
+        body["messages"] += [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "sunny"}],
+            },
+        ]
+    else:
+        function = {"name": "get_weather", "arguments": "{}"}
+        call_item = {"id": "t1", "type": "function", "function": function}
+        body["messages"] += [
+            {"role": "assistant", "content": None, "tool_calls": [call_item]},
+            {"role": "tool", "tool_call_id": "t1", "content": "sunny"},
+        ]
+    return httpx.post(
+        server.base_url + request.path, json=body, headers=request.headers, timeout=10
+    )
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai-chat"])
+def test_an_after_tool_result_rule_matches_only_a_request_ending_with_a_tool_result(
+    tool_ruled: MockServer, wire: str
+) -> None:
+    send(tool_ruled, wire, "claude-x", "the weather please")
+    assert tool_ruled.app.requests[-1].scenario == "tool-then-answer"
+    assert with_tool_result(tool_ruled, wire, "claude-x").status_code == 200
+    assert tool_ruled.app.requests[-1].scenario == "length"
+
+
+def test_a_users_rule_takes_precedence_over_a_builtin_mock_model_name(
+    tool_ruled: MockServer,
+) -> None:
+    answer = send(tool_ruled, "anthropic", "mock-refusal", "overridden, please")
+    assert answer.json()["stop_reason"] == "end_turn"
+    assert tool_ruled.app.requests[-1].scenario == "answer"
+    # A request no rule matches still gets what the model name asks for.
+    refused = send(tool_ruled, "anthropic", "mock-refusal", "hello")
+    assert refused.json()["stop_reason"] == "refusal"
+    assert tool_ruled.app.requests[-1].scenario == "refusal"

@@ -239,13 +239,16 @@ class MockApp:
         return reply
 
     def _choose(self, conv: Conversation) -> Choice | LiteralAnswer:
+        # Precedence (docs/mock.md): the documented refusal test string, then the user's
+        # rules, then a `mock-NAME` model, then the plain answer. (The scenario header,
+        # checked before this, overrides them all.)
         if conv.has_magic_refusal():
             return Choice("refusal")
-        named = model_scenario(conv.model)
-        if named is not None:
-            return named
         ruled = self.rules.match(conv)
-        return ruled if ruled is not None else Choice("answer")
+        if ruled is not None:
+            return ruled
+        named = model_scenario(conv.model)
+        return named if named is not None else Choice("answer")
 
     def _plan(self, choice: Choice, conv: Conversation) -> Plan:
         with self._lock:

@@ -7,14 +7,18 @@ prompt_contains = "weather"      # optional: a substring of the last user messag
 prompt_regex = "(?i)forecast"    # optional: a regular expression searched in it
 tool = "get_weather"             # optional: a tool the request offers
 wire = "anthropic"               # optional: the wire format it came in
+after_tool_result = true         # optional: the request ends with a tool result (false:
+                                 # it does not)
 scenario = "tool-then-answer"    # the answer: a scenario name ...
 # status = 200, body = {...}     # ... or a literal body
 # events = [{...}, {...}]        # ... or literal stream events, in the wire's framing
 ```
 
-Rules are tried in file order; the first whose every condition holds answers. A file that
-cannot be used raises `ScenarioFileError`, whose message names the file, the rule and
-the problem in one line.
+Rules are tried in file order; the first whose every condition holds answers. They come
+before the built-in `mock-NAME` model names (a rule may answer `model = "mock-refusal"`
+differently); only the `x-mock-scenario` header and Anthropic's documented refusal test
+string come first. A file that cannot be used raises `ScenarioFileError`, whose message
+names the file, the rule and the problem in one line.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from refusals.mock.scenarios import Choice, Conversation, LiteralAnswer, parse_n
 
 _CONDITIONS = ("model", "prompt_contains", "prompt_regex", "tool", "wire")
 _ANSWERS = ("scenario", "body", "events")
-_KEYS = frozenset((*_CONDITIONS, *_ANSWERS, "status"))
+_FLAGS = ("after_tool_result",)
+_KEYS = frozenset((*_CONDITIONS, *_FLAGS, *_ANSWERS, "status"))
 
 
 class ScenarioFileError(ValueError):
@@ -45,11 +50,13 @@ class Rule:
     prompt_regex: re.Pattern[str] | None = None
     tool: str | None = None
     wire: str | None = None
+    after_tool_result: bool | None = None
 
     def matches(self, conv: Conversation) -> bool:
         prompt = conv.last_user_text
         return (
-            (self.model is None or conv.model == self.model)
+            (self.after_tool_result is None or conv.last_is_tool_result == self.after_tool_result)
+            and (self.model is None or conv.model == self.model)
             and (self.wire is None or conv.wire == self.wire)
             and (self.prompt_contains is None or self.prompt_contains in prompt)
             and (self.prompt_regex is None or self.prompt_regex.search(prompt) is not None)
@@ -114,6 +121,9 @@ def _rule(item: Any, where: str) -> Rule:
     for key in _CONDITIONS:
         if key in item and not isinstance(item[key], str):
             raise ScenarioFileError(f"{where}: {key!r} must be a string")
+    for key in _FLAGS:
+        if key in item and not isinstance(item[key], bool):
+            raise ScenarioFileError(f"{where}: {key!r} must be true or false")
     regex = None
     if "prompt_regex" in item:
         try:
@@ -127,6 +137,7 @@ def _rule(item: Any, where: str) -> Rule:
         prompt_regex=regex,
         tool=item.get("tool"),
         wire=item.get("wire"),
+        after_tool_result=item.get("after_tool_result"),
     )
 
 
