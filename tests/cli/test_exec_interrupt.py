@@ -53,6 +53,17 @@ def read_line(process: subprocess.Popen[bytes]) -> bytes:
     return line
 
 
+def read_until(process: subprocess.Popen[bytes], event_type: str) -> bytes:
+    """The event lines of stdout up to and including the first of `event_type`."""
+    lines = b""
+    for _ in range(16):
+        line = read_line(process)
+        lines += line
+        if orjson.loads(line)["type"] == event_type:
+            return lines
+    raise AssertionError(f"no {event_type} event among the first 16: {lines!r}")
+
+
 @pytest.mark.parametrize("as_json", [True, False], ids=["json", "human"])
 def test_ctrl_c_ends_the_run_as_cancelled_with_exit_130_and_nothing_half_written(
     tmp_path: Path, as_json: bool
@@ -62,7 +73,9 @@ def test_ctrl_c_ends_the_run_as_cancelled_with_exit_130_and_nothing_half_written
     with MockServer() as server:
         process = start_exec(server, *flags, "--output-last-message", str(target), "Hello.")
         try:
-            first = read_line(process) if as_json else b""
+            # SIGINT goes only once the turn is under way: its turn.started was written
+            # and its request reached the server (the call is in flight).
+            first = read_until(process, "turn.started") if as_json else b""
             wait_for_request(server)
             process.send_signal(signal.SIGINT)
             rest, stderr = process.communicate(timeout=DEADLINE_SECONDS)
