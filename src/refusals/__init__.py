@@ -15,6 +15,7 @@ from refusals.model import (
 )
 from refusals.providers import NormalizeError, normalize
 from refusals.refusal import (
+    CONTENT_FILTER_ALTERED_PREFIX,
     CONTENT_FILTER_NOTICE_PREFIX,
     REFUSAL_NOTICE_PREFIX,
     content_filter_reason,
@@ -41,6 +42,7 @@ from refusals.stream import (
 from refusals.transport.streams import StreamDecoder, decode_stream
 
 __all__ = [
+    "CONTENT_FILTER_ALTERED_PREFIX",
     "CONTENT_FILTER_NOTICE_PREFIX",
     "REFUSAL_NOTICE_PREFIX",
     "ErrorKind",

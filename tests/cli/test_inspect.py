@@ -29,6 +29,7 @@ JSON_KEYS = {
     "categories",
     "cut_off",
     "error",
+    "altered",
 }
 FINISH_REASONS = {"stop", "length", "tool_calls", "content_filter", "pause", "refusal", "error"}
 # Every recorded body of ../shared/fixtures, copied byte for byte (see SOURCES.md there).
@@ -95,6 +96,7 @@ def test_the_bundled_example_reports_the_refusal_with_its_notice() -> None:
         "was not retried; rephrase it or switch models.",
         "content": None,
         "cut_off": False,
+        "altered": None,
         "error": None,
     }
 
@@ -258,3 +260,14 @@ def test_an_error_body_wrapped_in_an_array_with_its_status_is_read_as_a_body(
     data = inspect_json(path, "--provider", "gemini", "--status", "429")
     assert data["streamed"] is False
     assert data["finish_reason"] == "error"
+
+
+def test_a_guardrail_that_masked_output_says_it_was_altered_not_blocked() -> None:
+    path = FIXTURES / "bedrock" / "written" / "converse-guardrail-anonymized.json"
+    data = inspect_json(path)
+    assert data["finish_reason"] == "content_filter"
+    assert data["altered"] == "anonymized"
+    assert data["cut_off"] is False
+    assert str(data["notice"]).startswith("The provider's content filter altered this response")
+    table = CliRunner().invoke(main, ["inspect", str(path)]).output
+    assert "altered by the filter (anonymized), the rest delivered" in table

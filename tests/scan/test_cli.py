@@ -193,8 +193,10 @@ def test_real_exec_event_logs_are_scanned_one_record_per_run(tmp_path: Path) -> 
     result = run(str(tmp_path), "--json")
     assert result.returncode == 0, result.stderr
     verdicts = {v["model"]: v for v in map(orjson.loads, result.stdout.splitlines())}
-    assert sorted(verdicts) == ["mock-answer", "mock-refusal", "mock-refusal-mid-stream"]
-    assert verdicts["mock-answer"]["finish_reason"] == "stop"
+    # An answered run is named by the model asked for (`thread.started`, `mock:answer`); a
+    # refused one by the model that declined, as its `refusal` event reports it.
+    assert sorted(verdicts) == ["answer", "mock-refusal", "mock-refusal-mid-stream"]
+    assert verdicts["answer"]["finish_reason"] == "stop"
     refused, cut = verdicts["mock-refusal"], verdicts["mock-refusal-mid-stream"]
     assert (refused["finish_reason"], refused["stage"]) == ("refusal", "prompt")
     assert (cut["finish_reason"], cut["stage"]) == ("refusal", "output")

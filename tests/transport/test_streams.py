@@ -287,3 +287,44 @@ def test_an_event_stream_error_message_header_is_redacted_and_bounded() -> None:
         "UnrecognizedClientException: Incorrect API key provided: [redacted]"
     )
     assert len(response.error.message) <= 1000
+
+
+def test_an_event_stream_error_saying_blocked_is_a_content_filter_stop_never_retried() -> None:
+    raw = encode_event_stream(
+        {
+            ":message-type": "error",
+            ":error-code": "ValidationException",
+            ":error-message": "The request was blocked by content filters.",
+        },
+        b"",
+    )
+    response, _ = decode_stream(raw)
+    assert response.provider == "bedrock"
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.error is not None and not response.error.retryable
+
+
+def test_a_first_event_with_an_escaped_lone_surrogate_still_names_its_format() -> None:
+    start = (
+        b'{"type":"message_start","message":{"id":"m","type":"message","role":"assistant",'
+        b'"model":"claude\\ud83d","content":[],"stop_reason":null,'
+        b'"usage":{"input_tokens":1,"output_tokens":0}}}'
+    )
+    delta = (
+        b'{"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":0}}'
+    )
+    raw = (
+        b"event: message_start\ndata: " + start + b"\n\n"
+        b"event: message_delta\ndata: " + delta + b"\n\n"
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+    response, _ = decode_stream(raw)
+    assert response.provider == "anthropic"
+    assert response.finish_reason is FinishReason.REFUSAL
+
+
+def test_a_provider_that_is_not_a_string_is_a_type_error_naming_it() -> None:
+    with pytest.raises(TypeError, match="provider must be"):
+        StreamDecoder(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="framing must be"):
+        StreamDecoder(framing="xml")  # type: ignore[arg-type]

@@ -83,6 +83,7 @@ def verdict(response: LLMResponse, *, streamed: bool = False) -> dict[str, Any]:
         "notice": notice(response),
         "content": response.content,
         "cut_off": response.cut_off,
+        "altered": stop.altered if stop is not None else None,
         "error": None
         if error is None
         else {
@@ -317,6 +318,8 @@ def _render(data: dict[str, Any], response: LLMResponse) -> None:
     row("model", data["model"])
     row("category", data["category"], limit=_LONG_FIELD)
     row("explanation", data["explanation"], limit=_LONG_FIELD)
+    if data["altered"]:
+        row("output", f"altered by the filter ({data['altered']}), the rest delivered")
     if response.error is not None:
         error = response.error
         status = f"HTTP {error.status} · " if error.status is not None else ""

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import orjson
 
-from refusals.model import ErrorKind, LLMResponse, ProviderError
+from refusals.model import ErrorKind, LLMResponse, ProviderError, loads_lenient
 from refusals.providers import (
     PROVIDERS,
     NormalizeError,
@@ -41,6 +41,7 @@ from refusals.transport.framing import (
 )
 
 Framing = Literal["sse", "event-stream", "json-lines", "json-array"]
+_FRAMINGS: tuple[Framing, ...] = ("sse", "event-stream", "json-lines", "json-array")
 
 # Detection order: the most specific shapes first (Azure and OpenRouter chunks are
 # OpenAI chat chunks with extras, so the chat module decides between them).
@@ -93,6 +94,12 @@ class StreamDecoder:
     """Incremental decoder for any provider's stream."""
 
     def __init__(self, provider: str | None = None, framing: Framing | None = None) -> None:
+        if provider is not None and not isinstance(provider, str):
+            raise TypeError(
+                f"provider must be a provider name (str) or None, got {type(provider).__name__}"
+            )
+        if framing is not None and framing not in _FRAMINGS:
+            raise TypeError(f"framing must be one of {', '.join(_FRAMINGS)} or None")
         if provider is not None and provider not in PROVIDERS:
             raise NormalizeError(
                 f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}"
@@ -230,11 +237,28 @@ class StreamDecoder:
                 # Provider text: redacted and bounded like every other error message.
                 code = message.headers.get(":error-code", "UnknownError")
                 text = message.headers.get(":error-message", "")
-                shown = bounded_message(f"{code}: {text}".rstrip(": ")) or code
-                events += self._error(shown, ErrorKind.TRANSIENT)
+                wire = self._bedrock_wire()
+                if wire is not None:
+                    # Bedrock's own reading: transient, unless the message says blocked.
+                    events += wire.service_error(code, text)
+                else:
+                    shown = bounded_message(f"{code}: {text}".rstrip(": ")) or code
+                    events += self._error(shown, ErrorKind.TRANSIENT)
             else:
                 events += self._dispatch(message.event_type, message.payload)
         return events
+
+    def _bedrock_wire(self) -> bedrock.StreamDecoder | None:
+        """The Bedrock decoder an event-stream error belongs to (made if none was yet)."""
+        if self._wire is None:
+            if self.provider not in (None, "bedrock"):
+                return None
+            self._wire = _new(bedrock, "bedrock")
+            self.provider = "bedrock"
+            for event in self._pending:
+                self._wire.acc.apply(event, 0)
+            self._pending.clear()
+        return self._wire if isinstance(self._wire, bedrock.StreamDecoder) else None
 
     def _check_first_line(self, chunk: bytes, *, final: bool = False) -> list[StreamEvent]:
         """An SSE stream whose first line is no SSE field is an error, not skipped (as the
@@ -274,7 +298,12 @@ class StreamDecoder:
         try:
             payload: Any = orjson.loads(data)
         except orjson.JSONDecodeError:
-            payload = None
+            # An escaped lone surrogate or stray bytes in provider text must not hide
+            # which format the stream is.
+            try:
+                payload = loads_lenient(data)
+            except ValueError:
+                payload = None
         if self.provider is not None:
             candidates = _BY_PROVIDER.get(self.provider, _CHAT)
             for module in candidates:
