@@ -136,6 +136,8 @@ class StreamAccumulator:
     _verdict_index: int | None = None
     _stop_details: StopDetails | None = None
     _error: StreamError | None = None
+    _error_after_end: bool = False
+    """The first error came after a verdict that said how the answer ended."""
     events_seen: int = 0
 
     @property
@@ -179,6 +181,7 @@ class StreamAccumulator:
         elif isinstance(event, StreamError):
             if self._error is None:
                 self._error = event
+                self._error_after_end = self._verdict is not None
         else:
             return self._set_verdict(event, wire_index)
         return False
@@ -241,7 +244,19 @@ class StreamAccumulator:
             details.insert(0, stop.to_detail())
         # Output a filter masked and let through (`altered`) is whole, not cut off.
         altered = stop is not None and stop.altered is not None
-        cut_off = bool(text) and finish in (*_TERMINAL, FinishReason.ERROR) and not altered
+        # A stream that broke off after the provider said how the answer ended (stop,
+        # length, tool calls) is still an error, but its text is the whole answer.
+        answer_ended = (
+            self._error_after_end
+            and verdict is not None
+            and verdict.finish_reason not in (*_TERMINAL, FinishReason.ERROR)
+        )
+        cut_off = (
+            bool(text)
+            and finish in (*_TERMINAL, FinishReason.ERROR)
+            and not altered
+            and not (finish is FinishReason.ERROR and answer_ended)
+        )
         if refusal_text and finish not in _TERMINAL:
             # Refusal text makes the stream a refusal whatever finish reason followed it.
             finish = FinishReason.REFUSAL

@@ -1047,3 +1047,16 @@ def test_arbitrary_json_events_never_raise(events: list[tuple[str | None, Any]])
     response = feed_events(anthropic.StreamDecoder("anthropic"), events)
     assert response.provider == "anthropic"
     notice(response)
+
+
+def test_a_stream_that_breaks_after_its_stop_reason_is_an_error_but_not_cut_off() -> None:
+    raw = read("stream-end-turn-basic.sse")
+    whole = raw[: raw.index(b"event: message_stop")]
+    response, _ = decode(whole)
+    # Incomplete (message_stop never came), but message_delta said the answer ended.
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.content == "Hello there!"
+    assert response.cut_off is False
+    # Broken before the stop reason, the same text is a cut-off fragment.
+    early, _ = decode(raw[: raw.index(b"event: message_delta")])
+    assert early.cut_off is True
