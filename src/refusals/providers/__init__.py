@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +33,7 @@ from refusals.providers._common import (
     key_names,
     type_name,
 )
+from refusals.providers._protocol import WireFormat
 from refusals.stream import never_retried
 
 __all__ = [
@@ -104,7 +104,20 @@ def decode_payload(payload: Any) -> Any:
     raise NormalizeError(f"cannot read a {type(payload).__name__}; expected {_EXPECTED}")
 
 
-def _module_for(provider: str, body: JsonObject) -> ModuleType:
+# Detection order: most specific shapes first (a generic `{"error": {...}}` body is
+# OpenAI-style). Typed as the protocol so mypy checks that every module satisfies it.
+_DETECTION_ORDER: tuple[WireFormat, ...] = (
+    anthropic,
+    openai_responses,
+    gemini,
+    bedrock,
+    cohere,
+    ollama,
+    openai_chat,
+)
+
+
+def _module_for(provider: str, body: JsonObject) -> WireFormat:
     if provider == "anthropic":
         return anthropic
     if provider == "openai-responses":
@@ -124,21 +137,20 @@ def _module_for(provider: str, body: JsonObject) -> ModuleType:
     raise NormalizeError(f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}")
 
 
-def detect(body: Any) -> tuple[str, ModuleType]:
+def detect(body: Any) -> tuple[str, WireFormat]:
     """The provider name and wire-format module a body's shape belongs to."""
     if not isinstance(body, dict):
         raise NormalizeError(f"expected {_EXPECTED}, got {type_name(body)}")
     return _detect(body, _hint(body))
 
 
-def _detect(body: JsonObject, hinted: ModuleType | None) -> tuple[str, ModuleType]:
+def _detect(body: JsonObject, hinted: WireFormat | None) -> tuple[str, WireFormat]:
     if hinted is not None:
-        name: str | None = hinted.detect_provider(body)
+        name = hinted.detect_provider(body)
         if name is not None:
             return name, hinted
-    # Most specific shapes first: a generic `{"error": {...}}` body is OpenAI-style.
-    for module in (anthropic, openai_responses, gemini, bedrock, cohere, ollama, openai_chat):
-        provider: str | None = module.detect_provider(body)
+    for module in _DETECTION_ORDER:
+        provider = module.detect_provider(body)
         if provider is not None:
             return provider, module
     raise NormalizeError(
@@ -146,7 +158,7 @@ def _detect(body: JsonObject, hinted: ModuleType | None) -> tuple[str, ModuleTyp
     )
 
 
-def _hint(body: JsonObject) -> ModuleType | None:
+def _hint(body: JsonObject) -> WireFormat | None:
     """The module a body's most telling key points to, checked before the full search."""
     kind = body.get("object")
     if kind == "chat.completion":
@@ -332,7 +344,7 @@ def _normalize(
         provider, module = _detect(body, hinted) if type(body) is dict else detect(body)
     if is_http_error or module.is_error(body):
         named = meta is not None and meta.bedrock_error is not None
-        if named and module is bedrock and isinstance(body, dict) and "__type" not in body:
+        if named and module.API == bedrock.API and isinstance(body, dict) and "__type" not in body:
             # Bedrock names the exception only in the x-amzn-ErrorType header.
             body = {**body, "__type": meta.bedrock_error if meta is not None else None}
         result: LLMResponse = module.parse_error(body, status, provider)
@@ -341,7 +353,7 @@ def _normalize(
     return result
 
 
-def _is_invoke(body: JsonObject, provider: str | None, hinted: ModuleType | None) -> bool:
+def _is_invoke(body: JsonObject, provider: str | None, hinted: WireFormat | None) -> bool:
     if provider is not None and provider.lower() != "bedrock":
         return False
     if bedrock.GUARDRAIL_ACTION in body or bedrock.INVOCATION_METRICS in body:

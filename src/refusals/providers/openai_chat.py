@@ -240,6 +240,11 @@ def detect_provider(body: JsonObject) -> str | None:
     return None
 
 
+def looks_like(body: JsonObject) -> bool:
+    """Whether `body` is a Chat Completions response or error body."""
+    return detect_provider(body) is not None
+
+
 def is_error(body: JsonObject) -> bool:
     """Whether `body` is an error body (OpenAI, Azure, OpenRouter, xAI or Mistral shape)."""
     if "choices" in body or body.get("type") == "error":

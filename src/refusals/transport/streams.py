@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterable
-from types import ModuleType
 from typing import Any, Literal
 
 import orjson
@@ -29,6 +28,7 @@ from refusals.providers import (
     openai_responses,
 )
 from refusals.providers._common import bounded_message
+from refusals.providers._protocol import WireFormat
 from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import (
     MAX_EVENT_STREAM_MESSAGE,
@@ -45,7 +45,7 @@ _FRAMINGS: tuple[Framing, ...] = ("sse", "event-stream", "json-lines", "json-arr
 
 # Detection order: the most specific shapes first (Azure and OpenRouter chunks are
 # OpenAI chat chunks with extras, so the chat module decides between them).
-_MODULES: tuple[ModuleType, ...] = (
+_MODULES: tuple[WireFormat, ...] = (
     anthropic,
     openai_responses,
     bedrock,
@@ -54,7 +54,7 @@ _MODULES: tuple[ModuleType, ...] = (
     ollama,
     openai_chat,
 )
-_BY_PROVIDER: dict[str, tuple[ModuleType, ...]] = {
+_BY_PROVIDER: dict[str, tuple[WireFormat, ...]] = {
     "anthropic": (anthropic,),
     "openai-responses": (openai_responses,),
     "gemini": (gemini,),
@@ -311,7 +311,7 @@ class StreamDecoder:
                     return _new(module, self.provider)
             return _new(candidates[-1], self.provider)
         for module in _MODULES:
-            found: str | None = module.detect_stream(name, payload)
+            found = module.detect_stream(name, payload)
             if found is not None:
                 self.provider = found
                 return _new(module, found)
@@ -328,9 +328,8 @@ class StreamDecoder:
         return [error]
 
 
-def _new(module: ModuleType, provider: str) -> WireDecoder:
-    decoder: WireDecoder = module.StreamDecoder(provider)
-    return decoder
+def _new(module: WireFormat, provider: str) -> WireDecoder:
+    return module.StreamDecoder(provider)
 
 
 def _empty_response(provider: str | None, pending: list[StreamEvent]) -> LLMResponse:
