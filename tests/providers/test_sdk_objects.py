@@ -6,9 +6,8 @@ of the same bytes read as JSON. Fixtures an SDK's types reject (fields a newer A
 which a strict model forbids) are left out of that SDK's list, and the lists must not be
 empty. boto3 gives plain dicts: those are built as botocore builds them.
 
-The cohere and ollama SDKs are not installed here, so their objects cannot be built; they
-are plain pydantic models over the same JSON, which `test_normalize.py` covers with a
-`model_dump()` stand-in.
+The cohere and ollama SDKs' objects are tested the same way in
+`test_sdk_objects_cohere_ollama.py`.
 """
 
 from __future__ import annotations
