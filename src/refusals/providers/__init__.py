@@ -117,6 +117,30 @@ _DETECTION_ORDER: tuple[WireFormat, ...] = (
 )
 
 
+# Every key whose presence lets a format searched before Cohere and Ollama claim a body
+# (Anthropic `type`; Responses `object`/`output`; Gemini's camelCase and snake_case keys and
+# `error`; Bedrock `output`/`stopReason`/`__type`/`Error`).
+_CLAIMED_EARLIER = frozenset(
+    {
+        "type",
+        "object",
+        "output",
+        "error",
+        "candidates",
+        "promptFeedback",
+        "prompt_feedback",
+        "usageMetadata",
+        "usage_metadata",
+        "stopReason",
+        "__type",
+        "Error",
+    }
+)
+
+
+_UNHINTED: tuple[WireFormat, ...] = (cohere, ollama)
+
+
 def _module_for(provider: str, body: JsonObject) -> WireFormat:
     if provider == "anthropic":
         return anthropic
@@ -149,6 +173,14 @@ def _detect(body: JsonObject, hinted: WireFormat | None) -> tuple[str, WireForma
         name = hinted.detect_provider(body)
         if name is not None:
             return name, hinted
+    if _CLAIMED_EARLIER.isdisjoint(body):
+        # Cohere and Ollama bodies carry no hint and came last in the search; without any
+        # key that an earlier format claims on, those earlier formats all answer None, so
+        # asking these two first gives the same answer sooner.
+        for late in _UNHINTED:
+            provider = late.detect_provider(body)
+            if provider is not None:
+                return provider, late
     for module in _DETECTION_ORDER:
         provider = module.detect_provider(body)
         if provider is not None:
