@@ -383,7 +383,11 @@ class WireDecoder:
             # text; a decoder may still take what it allows (Gemini's trailing usage).
             events = self.after_end(name, payload)
         else:
-            events = self._decode_safely(name, payload, index)
+            # Inline, not through a helper: one call fewer on every event.
+            try:
+                events = self.decode(name, payload)
+            except _HOSTILE:
+                events = self._decode_tamed(name, payload, index)
         if len(events) == 1 and type(events[0]) is TextDelta:
             # The bulk of any long stream: folded in here, without the dispatch in apply.
             acc._text += events[0].text.encode("utf-8", "surrogatepass")
@@ -405,11 +409,7 @@ class WireDecoder:
             events.append(missing)
         return events
 
-    def _decode_safely(self, name: str | None, payload: Any, index: int) -> list[StreamEvent]:
-        try:
-            return self.decode(name, payload)
-        except _HOSTILE:
-            pass
+    def _decode_tamed(self, name: str | None, payload: Any, index: int) -> list[StreamEvent]:
         # Odd values (integers past 64 bits, nesting no writer takes) tripped a reader:
         # the same event with those values tamed, and failing that an error event.
         try:

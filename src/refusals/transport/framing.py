@@ -163,7 +163,12 @@ class SSEParser:
             if line.startswith(b"data:"):
                 data.append(line[6:] if line[5:6] == b" " else line[5:])
             elif not line:
-                self._dispatch(events)
+                # _dispatch, inline: a blank line ends nearly every event.
+                if data:
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    events.append((payload, self._event or None, self._last_id, self._retry))
+                    data.clear()
+                self._event = None
             elif line.startswith(b"event:"):
                 value = line[7:] if line[6:7] == b" " else line[6:]
                 name = self._names.get(value)
