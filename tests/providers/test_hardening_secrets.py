@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
@@ -240,6 +240,9 @@ def test_a_key_in_any_error_text_of_any_provider_survives_nowhere(
     form: str, shape: str, before: str, after: str, data: st.DataObject
 ) -> None:
     carrier, secret = data.draw(KEY_FORMS[form])
+    # Prose that happens to spell the key (`AAAA…` around an all-`A` key id) is prose, not
+    # a leak: only the key the carrier put in must go.
+    assume(secret[:12] not in before and secret[:12] not in after)
     message = f"{before}{carrier} {after}".strip()
     response = shapes(message)[shape]()
     for text in texts_of(response):
