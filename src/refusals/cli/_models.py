@@ -8,7 +8,11 @@ with the same fallback options, so that the two never disagree about what runs.
 from __future__ import annotations
 
 import os
-from typing import Literal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import click
 
 from refusals.transport.base import ModelClient
 
@@ -19,6 +23,7 @@ __all__ = [
     "UsageError",
     "choose_model",
     "make_client",
+    "model_options",
 ]
 
 MOCK_DEFAULT = "mock:answer"
@@ -82,3 +87,39 @@ def make_client(
         return client_for(model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope)
     except ClientError as exc:
         raise UsageError(str(exc)) from None
+
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+# Declared once so that exec and chat spell, default and explain them alike.
+_MODEL_OPTIONS = (
+    click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8."),
+    click.option("--base-url", help="The provider's base URL (a proxy, a local server, the mock)."),
+    click.option(
+        "--fallback-model",
+        "fallback_models",
+        multiple=True,
+        help="A model to try once if the primary refuses or is filtered (repeatable).",
+    ),
+    click.option(
+        "--fallback-scope",
+        type=click.Choice(["turn", "session"]),
+        default="turn",
+        show_default=True,
+        help="Whether a fallback holds for the turn or for the rest of the session.",
+    ),
+    click.option(
+        "--workspace",
+        type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path),
+        default=".",
+        help="The directory the tools may touch (default: the current one).",
+    ),
+)
+
+
+def model_options(command: _Command) -> _Command:
+    """Add `--model`, `--base-url`, `--fallback-model`, `--fallback-scope` and
+    `--workspace` to a command, in that order."""
+    for option in reversed(_MODEL_OPTIONS):
+        command = option(command)
+    return command

@@ -13,6 +13,7 @@ from typing import Literal
 
 import click
 
+from refusals.cli._models import model_options
 from refusals.loop.agent import DEFAULT_MAX_TURNS
 from refusals.loop.outcome import EXIT_CANCELLED, EXIT_USAGE
 from refusals.sanitize import sanitize
@@ -24,27 +25,7 @@ def _fail_usage(message: str) -> None:
 
 
 @click.command("chat", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8.")
-@click.option("--base-url", help="The provider's base URL (a proxy, a local server, the mock).")
-@click.option(
-    "--fallback-model",
-    "fallback_models",
-    multiple=True,
-    help="A model to try once if the primary refuses or is filtered (repeatable).",
-)
-@click.option(
-    "--fallback-scope",
-    type=click.Choice(["turn", "session"]),
-    default="turn",
-    show_default=True,
-    help="Whether a fallback holds for the turn or for the rest of the session.",
-)
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path),
-    default=".",
-    help="The directory the tools may touch (default: the current one).",
-)
+@model_options
 @click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file (asked first).")
 @click.option("--allow-commands", is_flag=True, help="Offer run_command (asked first).")
 @click.option(

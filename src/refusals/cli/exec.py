@@ -17,7 +17,13 @@ from typing import IO, Literal
 import click
 import orjson
 
-from refusals.cli._models import SYSTEM_PROMPT, UsageError, choose_model, make_client
+from refusals.cli._models import (
+    SYSTEM_PROMPT,
+    UsageError,
+    choose_model,
+    make_client,
+    model_options,
+)
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
 from refusals.loop.events import (
     Event,
@@ -150,8 +156,7 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
 
 @click.command("exec", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("prompt", required=False)
-@click.option("--model", "-m", help="PROVIDER:MODEL, e.g. anthropic:claude-opus-4-8.")
-@click.option("--base-url", help="The provider's base URL (a proxy, a local server, the mock).")
+@model_options
 @click.option(
     "--max-turns",
     type=click.IntRange(min=1),
@@ -159,27 +164,8 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
     show_default=True,
     help="Model calls the task may make.",
 )
-@click.option(
-    "--fallback-model",
-    "fallback_models",
-    multiple=True,
-    help="A model to try once if the primary refuses or is filtered (repeatable).",
-)
-@click.option(
-    "--fallback-scope",
-    type=click.Choice(["turn", "session"]),
-    default="turn",
-    show_default=True,
-    help="Whether a fallback holds for the turn or for the rest of the session.",
-)
 @click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file.")
 @click.option("--allow-commands", is_flag=True, help="Offer run_command.")
-@click.option(
-    "--workspace",
-    type=click.Path(file_okay=False, dir_okay=True, exists=True, path_type=Path),
-    default=".",
-    help="The directory the tools may touch (default: the current one).",
-)
 @click.option(
     "--output-last-message",
     type=click.Path(dir_okay=False, path_type=Path),
