@@ -9,10 +9,12 @@ those of `refusals.loop.outcome`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 import click
 import orjson
@@ -154,6 +156,20 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
             await close()
 
 
+def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]:
+    """Ctrl-C before the run started (reading stdin, starting up): exit 130, nothing to
+    report (a run in progress handles Ctrl-C itself and reports it)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except KeyboardInterrupt:
+            sys.exit(Outcome.CANCELLED.exit_code)
+
+    return run
+
+
 @click.command("exec", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("prompt", required=False)
 @model_options
@@ -173,6 +189,7 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
 )
 @click.option("--no-stream", is_flag=True, help="Make whole calls instead of streaming.")
 @click.option("--json", "as_json", is_flag=True, help="Write JSONL events on stdout.")
+@_cancelled_before_start
 def exec_command(
     *,
     prompt: str | None,
@@ -199,41 +216,6 @@ def exec_command(
       refusals exec -m anthropic:claude-opus-4-8 --json "List the TODOs" > events.jsonl
       echo "Fix the typo in setup.py" | refusals exec --allow-write -m openai:gpt-5.2 -
     """
-    try:
-        _exec(
-            prompt=prompt,
-            model=model,
-            base_url=base_url,
-            max_turns=max_turns,
-            fallback_models=fallback_models,
-            fallback_scope=fallback_scope,
-            allow_write=allow_write,
-            allow_commands=allow_commands,
-            workspace=workspace,
-            output_last_message=output_last_message,
-            no_stream=no_stream,
-            as_json=as_json,
-        )
-    except KeyboardInterrupt:
-        # Ctrl-C before the run started (reading stdin, starting up): nothing to report.
-        sys.exit(Outcome.CANCELLED.exit_code)
-
-
-def _exec(
-    *,
-    prompt: str | None,
-    model: str | None,
-    base_url: str | None,
-    max_turns: int,
-    fallback_models: tuple[str, ...],
-    fallback_scope: Literal["turn", "session"],
-    allow_write: bool,
-    allow_commands: bool,
-    workspace: Path,
-    output_last_message: Path | None,
-    no_stream: bool,
-    as_json: bool,
-) -> None:
     try:
         text = read_prompt(prompt, sys.stdin)
         if output_last_message is not None and not output_last_message.parent.is_dir():
