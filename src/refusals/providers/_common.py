@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError, StopDetails
@@ -16,6 +17,41 @@ from refusals.refusal import truncate_within
 from refusals.stream import StreamError, StreamEvent, Verdict
 
 JsonObject = dict[str, Any]
+
+
+# --- typed fast path ------------------------------------------------------------------
+#
+# Each wire-format module can read a well-typed body (or stream event) straight from its
+# bytes into msgspec Structs that declare only the keys its dict reader looks at, and map
+# those to the same `LLMResponse`. Anything the Structs reject (a wrong type, a number out
+# of range, bytes that are not JSON) falls back to the dict reader, which stays the
+# definition of the behaviour; tests/providers/test_fast_path.py checks that both agree.
+#
+# Two rules keep the two paths equal. A Struct declares every key its dict reader reads,
+# presence checks included: a key that is not declared is skipped unread, so what the dict
+# reader would make of a value there cannot matter. And numbers keep orjson's reading:
+# orjson reads an integer beyond 64 bits as a float, so `Int` rejects those, and the dict
+# reader's answer is used (msgspec bounds an int to 64 signed bits at most).
+
+Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+"""An integer orjson reads as an int too (it reads ones beyond 64 bits as floats)."""
+
+FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError)
+"""What a typed decode raises on a body it does not take (ValidationError included)."""
+
+Raw = msgspec.Raw
+NO_RAW = msgspec.Raw(b"")
+"""Default of a Raw field: `not value` when the key was absent."""
+
+
+def raw_value(value: msgspec.Raw) -> Any:
+    """A Raw field decoded as the dict reader sees it (orjson, not msgspec)."""
+    return orjson.loads(memoryview(value)) if value else None
+
+
+def count(value: int | None) -> int:
+    """`integer` of a value decoded as `Int | None`."""
+    return value if value is not None and value > 0 else 0
 
 
 class NormalizeError(ValueError):

@@ -46,6 +46,11 @@ class WireFormat(Protocol):
         """A full response body as an `LLMResponse`."""
         ...
 
+    def parse_fast(self, data: bytes | str, provider: str | None) -> LLMResponse | None:
+        """A well-typed body read through Structs: exactly `parse_response`'s result on
+        what detection would pick, or None to take the dict path (see `_common`)."""
+        ...
+
     def parse_error(self, body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
         """An error body, or the text of a page that was not JSON, as an `LLMResponse`."""
         ...

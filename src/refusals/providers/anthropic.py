@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+import msgspec
+
 from refusals.model import (
     Detail,
     ErrorKind,
@@ -38,10 +40,15 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
+    NO_RAW,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arr,
     bounded_message,
+    count,
     error_events,
     error_response,
     integer,
@@ -49,6 +56,7 @@ from refusals.providers._common import (
     json_text,
     obj,
     page_text,
+    raw_value,
     require_object,
     says_blocked,
     status_error_kind,
@@ -187,6 +195,158 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         provider=provider,
         api=API,
         cut_off=interrupted(finish) and bool(content or tool_calls or reasoning),
+    )
+
+
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+
+
+class _FastBlock(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Raw = NO_RAW
+    from_: Raw = msgspec.field(default=NO_RAW, name="from")
+    to: Raw = NO_RAW
+    trigger: Raw = NO_RAW
+
+
+class _FastStop(msgspec.Struct):
+    category: str | None = None
+    explanation: str | None = None
+    recommended_model: str | None = None
+    fallback_credit_token: str | None = None
+    fallback_has_prefill_claim: bool | None = None
+
+
+class _FastUsage(msgspec.Struct):
+    # 0 for null as for absent: `integer` reads both as 0.
+    input_tokens: Int | None = 0
+    output_tokens: Int | None = 0
+    cache_read_input_tokens: Int | None = 0
+    cache_creation_input_tokens: Int | None = 0
+    iterations: Raw = NO_RAW
+
+
+class _FastMessage(msgspec.Struct):
+    type: str | None = None
+    object: str | None = None
+    id: str | None = None
+    model: str | msgspec.UnsetType | None = msgspec.UNSET
+    content: list[_FastBlock] | None = None
+    stop_reason: str | msgspec.UnsetType | None = msgspec.UNSET
+    stop_details: _FastStop | None = None
+    usage: _FastUsage | None = None
+    status: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+
+
+_decode_message = msgspec.json.Decoder(_FastMessage).decode
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """`parse_response` of a well-typed Messages body read through Structs, or None."""
+    if provider is not None and provider != "anthropic":
+        return None
+    try:
+        body = _decode_message(data)
+        if body.type != "message":
+            return None
+        if provider is None:
+            # What detection checks: no other format's hint, no Bedrock InvokeModel
+            # marker, and a Messages shape (see `_is_message`).
+            if body.object in ("chat.completion", "response"):
+                return None
+            if body.guardrail_action or body.invocation_metrics:
+                return None
+            if body.stop_reason is msgspec.UNSET and not (
+                body.content is not None and body.model is not msgspec.UNSET and not body.status
+            ):
+                return None
+        return _fast_response(body, provider or "anthropic")
+    except FAST_FAILED:
+        return None
+
+
+def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
+    texts: list[str] = []
+    thinking: list[str] = []
+    tool_calls: list[ToolCall] = []
+    details: list[Detail] = []
+    for block in body.content or ():
+        kind = block.type
+        if kind == "text":
+            if block.text:
+                texts.append(block.text)
+        elif kind == "thinking":
+            if block.thinking:
+                thinking.append(block.thinking)
+            details.append(typed_detail("thinking", "signature", block.signature))
+        elif kind == "redacted_thinking":
+            details.append(typed_detail("redacted_thinking", "data", block.data))
+        elif kind == "tool_use":
+            arguments = json_text(raw_value(block.input)) if block.input else ""
+            tool_calls.append(ToolCall(block.id or "", block.name or "", arguments))
+        elif kind == "fallback":
+            parts = {
+                "from": raw_value(block.from_),
+                "to": raw_value(block.to),
+                "trigger": raw_value(block.trigger),
+            }
+            details.append(_fallback(parts).to_detail())
+
+    given = body.stop_details
+    if given is not None:
+        stop = StopDetails(
+            category=given.category,
+            explanation=given.explanation,
+            recommended_model=given.recommended_model,
+            fallback_credit_token=given.fallback_credit_token,
+            fallback_has_prefill_claim=given.fallback_has_prefill_claim,
+        )
+        if not stop.is_empty():
+            details.append(stop.to_detail())
+
+    raw = body.stop_reason if isinstance(body.stop_reason, str) else None
+    finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    content = "".join(texts) or None
+    reasoning = "\n\n".join(thinking) or None
+    usage = body.usage
+    if usage is None:
+        counts = Usage()
+    else:
+        counts = Usage(
+            count(usage.input_tokens),
+            count(usage.output_tokens),
+            count(usage.cache_read_input_tokens),
+            count(usage.cache_creation_input_tokens),
+            _iterations(usage.iterations) if usage.iterations else [],
+        )
+    return LLMResponse(
+        content,
+        tool_calls,
+        reasoning,
+        details,
+        counts,
+        finish,
+        raw,
+        body.model if isinstance(body.model, str) else None,
+        body.id,
+        provider,
+        API,
+        interrupted(finish) and bool(content or tool_calls or reasoning),
+    )
+
+
+def _iterations(value: Raw) -> list[JsonObject]:
+    iterations = raw_value(value)
+    return (
+        [dict(it) for it in iterations if isinstance(it, dict)] if type(iterations) is list else []
     )
 
 

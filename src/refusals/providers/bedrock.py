@@ -917,3 +917,8 @@ def _block_index(payload: JsonObject) -> int:
     if isinstance(index, int) and not isinstance(index, bool):
         return index
     return 0
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None

@@ -545,3 +545,8 @@ def _usage(holder: JsonObject, *, cached: Any) -> Usage:
 
 def _is_upper(value: Any) -> bool:
     return isinstance(value, str) and _UPPER_VALUE.fullmatch(value) is not None
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None

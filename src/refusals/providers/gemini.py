@@ -605,3 +605,8 @@ def _usage(meta: JsonObject) -> Usage:
         + integer(meta.get("thoughtsTokenCount")),
         cache_read_tokens=integer(meta.get("cachedContentTokenCount")),
     )
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None

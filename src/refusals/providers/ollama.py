@@ -274,3 +274,8 @@ def _tool_call(item: Any) -> ToolCall:
         name=string(function.get("name")) or "",
         arguments=arguments_text(arguments),
     )
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None

@@ -1406,3 +1406,8 @@ def keep_error_details(decoder: WireDecoder, result: LLMResponse) -> None:
 
 def _detail_text(detail: Detail) -> str:
     return detail if isinstance(detail, str) else json_text(dict(detail))
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None

@@ -631,3 +631,8 @@ def _output_events(result: LLMResponse) -> list[StreamEvent]:
             )
         )
     return events
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """No typed fast path for this format yet: always the dict path."""
+    return None
