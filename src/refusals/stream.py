@@ -368,6 +368,16 @@ class WireDecoder:
         if len(data) < 16 and data.strip() in ("[DONE]", b"[DONE]"):
             self.done = True
             return []
+        if not self.done:
+            # The typed fast path of the format's common events (see providers/_common.py).
+            quick = self.quick(name, data)
+            if quick is not None:
+                if len(quick) == 1 and type(quick[0]) is TextDelta:
+                    acc._text += quick[0].text.encode("utf-8", "surrogatepass")
+                else:
+                    for event in quick:
+                        acc.apply(event, index)
+                return quick
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -416,6 +426,11 @@ class WireDecoder:
             return self.decode(name, sanitize_json(payload))
         except _HOSTILE:
             return [StreamError(f"stream event {index} could not be read")]
+
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """The events of a well-typed common event read through Structs, exactly as
+        `decode` would give them (state changes included), or None for the full path."""
+        return None
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         raise NotImplementedError
