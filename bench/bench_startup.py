@@ -5,6 +5,8 @@ so that a busy machine slows them alike and the ratios survive:
   bare    `python -c pass`
   import  `python -c "import refusals"`
   help    `refusals --help` (the installed entry point, or `python -m refusals` without one)
+  click   the same help rendered by click (`main.main()`): the start-up every other command
+          line pays before its command's own imports; no target, shown for comparison
 Targets (issue 14): import at most 3x bare, help at most 4x bare, medians in one run.
 
 Byte-code is cached in a private directory (`PYTHONPYCACHEPREFIX`) and warmed first, as an
@@ -26,6 +28,9 @@ import time
 from pathlib import Path
 
 TARGETS = {"import": 3.0, "help": 4.0}
+CLICK_HELP = (
+    "import sys; sys.argv = ['refusals', '--help']; from refusals.cli import main; main.main()"
+)
 
 
 def candidates() -> dict[str, list[str]]:
@@ -37,6 +42,7 @@ def candidates() -> dict[str, list[str]]:
         "bare": [sys.executable, "-c", "pass"],
         "import": [sys.executable, "-c", "import refusals"],
         "help": help_cmd,
+        "click": [sys.executable, "-c", CLICK_HELP],
     }
 
 
