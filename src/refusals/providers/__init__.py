@@ -267,6 +267,14 @@ def normalize(
     Raises `NormalizeError` for anything that is not a known body, and `TypeError` for an
     argument of the wrong type.
     """
+    fast = type(payload) is bytes or type(payload) is str
+    if fast and headers is None and url is None and status is None:
+        # The common call, answered by a typed fast path without the general set-up below.
+        if provider is None or type(provider) is str:
+            quick = _fast(payload, provider)
+            if quick is not None:
+                return _finish(quick, None)
+        fast = False  # tried: the dict path below answers
     if provider is not None or status is not None or headers is not None:
         _check_arguments(provider, status, headers)
     if url is not None:
@@ -278,7 +286,7 @@ def normalize(
     if meta is not None and provider is None and meta.bedrock_error is not None:
         provider = "bedrock"
     try:
-        result = _normalize(payload, provider, status, meta)
+        result = _normalize(payload, provider, status, meta, fast)
     except NormalizeError:
         raise
     except _HOSTILE:
@@ -292,15 +300,20 @@ def normalize(
             raise NormalizeError(
                 f"the payload could not be read ({type(exc).__name__}); expected {_EXPECTED}"
             ) from None
+    result = _finish(result, meta)
+    if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview | str):
+        # Decoded values can hold lone surrogates that no JSON parser lets through; the
+        # text fields must be printable and encodable (details already went through orjson).
+        _clean_fields(result)
+    return result
+
+
+def _finish(result: LLMResponse, meta: _headers.HeaderFacts | None) -> LLMResponse:
     if meta is not None:
         _headers.apply(result, meta)
     if result.error is not None and result.finish_reason in _BLOCKED:
         # A refused or filtered response is never retryable, whatever a header advised.
         result.error = never_retried(result.error)
-    if type(payload) is not bytes and not isinstance(payload, bytearray | memoryview | str):
-        # Decoded values can hold lone surrogates that no JSON parser lets through; the
-        # text fields must be printable and encodable (details already went through orjson).
-        _clean_fields(result)
     return result
 
 

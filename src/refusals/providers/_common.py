@@ -36,8 +36,13 @@ JsonObject = dict[str, Any]
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 """An integer orjson reads as an int too (it reads ones beyond 64 bits as floats)."""
 
-FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError)
-"""What a typed decode raises on a body it does not take (ValidationError included)."""
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+"""A token count as `integer` reads it: `Count | None = 0` and `value or 0` give the same
+count; a negative one is rejected (the dict path reads it as 0)."""
+
+FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError)
+"""What a typed decode raises on a body it does not take (ValidationError included; msgspec
+raises RecursionError on deep nesting, even in a value it skips)."""
 
 Raw = msgspec.Raw
 NO_RAW = msgspec.Raw(b"")

@@ -41,14 +41,14 @@ from refusals.model import (
 )
 from refusals.providers._common import (
     FAST_FAILED,
+    INTERRUPTED,
     NO_RAW,
-    Int,
+    Count,
     JsonObject,
     NormalizeError,
     Raw,
     arr,
     bounded_message,
-    count,
     error_events,
     error_response,
     integer,
@@ -224,11 +224,10 @@ class _FastStop(msgspec.Struct):
 
 
 class _FastUsage(msgspec.Struct):
-    # 0 for null as for absent: `integer` reads both as 0.
-    input_tokens: Int | None = 0
-    output_tokens: Int | None = 0
-    cache_read_input_tokens: Int | None = 0
-    cache_creation_input_tokens: Int | None = 0
+    input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
+    cache_read_input_tokens: Count | None = 0
+    cache_creation_input_tokens: Count | None = 0
     iterations: Raw = NO_RAW
 
 
@@ -315,16 +314,16 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
     raw = body.stop_reason if isinstance(body.stop_reason, str) else None
     finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
     content = "".join(texts) or None
-    reasoning = "\n\n".join(thinking) or None
+    reasoning = "\n\n".join(thinking) if thinking else None
     usage = body.usage
     if usage is None:
         counts = Usage()
     else:
         counts = Usage(
-            count(usage.input_tokens),
-            count(usage.output_tokens),
-            count(usage.cache_read_input_tokens),
-            count(usage.cache_creation_input_tokens),
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.cache_read_input_tokens or 0,
+            usage.cache_creation_input_tokens or 0,
             _iterations(usage.iterations) if usage.iterations else [],
         )
     return LLMResponse(
@@ -339,7 +338,7 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
         body.id,
         provider,
         API,
-        interrupted(finish) and bool(content or tool_calls or reasoning),
+        finish in INTERRUPTED and bool(content or tool_calls or reasoning),
     )
 
 
