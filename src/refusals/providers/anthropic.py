@@ -517,6 +517,27 @@ class _Block:
         self.wrote = False  # a thinking block produced reasoning text
 
 
+# The common event of a Messages stream, `content_block_delta` with a `text_delta`, read
+# through Structs (see providers/_common.py): they declare the keys `decode` and the hot
+# path of `_delta` read for it, and no others.
+
+
+class _QuickDelta(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+
+
+class _QuickEvent(msgspec.Struct, gc=False):
+    type: str | None = None
+    delta: _QuickDelta | None = None
+
+
+_decode_event = msgspec.json.Decoder(_QuickEvent).decode
+
+# msgspec recurses on nesting that orjson still takes: then the full path answers.
+_QUICK_FAILED = (*FAST_FAILED, RecursionError)
+
+
 class StreamDecoder(WireDecoder):
     """Decoder of a Messages stream, one wire event at a time.
 
@@ -542,6 +563,21 @@ class StreamDecoder(WireDecoder):
         self._current = -1
         self._reasoning = False  # some reasoning text was emitted
         self._pending_stop: StopDetails | None = None
+
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """A text delta's events as `decode` gives them (it changes no state), else None."""
+        try:
+            event = _decode_event(data)
+        except _QUICK_FAILED:
+            return None
+        delta = event.delta
+        if (event.type or name) != "content_block_delta" or delta is None:
+            return None
+        if delta.type != "text_delta":
+            return None
+        # A null or absent text is no text, as `_delta` reads it.
+        text = delta.text
+        return [TextDelta(text)] if text else []
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):

@@ -1,0 +1,214 @@
+"""The typed fast path of Anthropic stream events gives exactly what the full path gives.
+
+`StreamDecoder.quick` reads the common event (`content_block_delta` with a `text_delta`)
+through Structs. Every Anthropic stream fixture, and hypothesis mutations of their
+events (wrong types, nulls, dropped keys, duplicate keys, escapes, bytes that are not
+UTF-8, nesting, other event names), must give the same events and the same final
+response with the fast path as with it switched off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refusals.model import LLMResponse
+from refusals.providers import anthropic
+from refusals.stream import StreamEvent, TextDelta
+from refusals.transport.framing import SSEParser
+from refusals.transport.streams import StreamDecoder
+from tests.providers._support import FIXTURES, WRONG_VALUES, mutated, mutated_bytes
+
+STREAMS = sorted((FIXTURES / "anthropic").rglob("*.sse"))
+TEXT_DELTA = {
+    "type": "content_block_delta",
+    "index": 0,
+    "delta": {"type": "text_delta", "text": "Hi"},
+}
+
+
+@contextlib.contextmanager
+def quick_off() -> Iterator[None]:
+    saved = anthropic.StreamDecoder.quick
+
+    def declined(self: anthropic.StreamDecoder, name: str | None, data: str | bytes) -> None:
+        return None
+
+    anthropic.StreamDecoder.quick = declined  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        anthropic.StreamDecoder.quick = saved  # type: ignore[method-assign]
+
+
+def run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
+    decoder = StreamDecoder(provider)
+    events: list[StreamEvent] = []
+    for start in range(0, len(raw), chunk):
+        events += decoder.feed(raw[start : start + chunk])
+    events += decoder.close()
+    return events, decoder.response
+
+
+def same_both_ways(raw: bytes, provider: str | None = "anthropic", chunk: int = 4096) -> int:
+    """Assert equal events and responses with and without quick; return how many events
+    quick answered."""
+    answered = 0
+    original = anthropic.StreamDecoder.quick
+
+    def counting(
+        self: anthropic.StreamDecoder, name: str | None, data: str | bytes
+    ) -> list[StreamEvent] | None:
+        nonlocal answered
+        events = original(self, name, data)
+        answered += events is not None
+        return events
+
+    anthropic.StreamDecoder.quick = counting  # type: ignore[method-assign]
+    try:
+        fast = run(raw, provider, chunk)
+    finally:
+        anthropic.StreamDecoder.quick = original  # type: ignore[method-assign]
+    with quick_off():
+        full = run(raw, provider, chunk)
+    assert fast == full
+    assert fast[1].reasoning_details == full[1].reasoning_details
+    return answered
+
+
+def sse(events: list[tuple[str | None, bytes]]) -> bytes:
+    out = b""
+    for name, data in events:
+        head = b"event: " + name.encode() + b"\n" if name is not None else b""
+        out += head + b"data: " + data + b"\n\n"
+    return out
+
+
+def fixture_events(path: Path) -> list[tuple[str | None, bytes]]:
+    parser = SSEParser()
+    return [(e.event, e.data) for e in [*parser.feed(path.read_bytes()), *parser.close()]]
+
+
+def test_the_common_event_takes_the_fast_path() -> None:
+    decoder = anthropic.StreamDecoder("anthropic")
+    data = json.dumps(TEXT_DELTA).encode()
+    assert decoder.quick("content_block_delta", data) == [TextDelta("Hi")]
+    # Unnamed (one payload a line) and named alike; an empty text is no event.
+    assert decoder.quick(None, data) == [TextDelta("Hi")]
+    empty = {**TEXT_DELTA, "delta": {"type": "text_delta", "text": ""}}
+    assert decoder.quick(None, json.dumps(empty)) == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {**TEXT_DELTA, "delta": {"type": "thinking_delta", "thinking": "hm"}},
+        {**TEXT_DELTA, "type": "content_block_start"},
+        {**TEXT_DELTA, "delta": None},
+        {**TEXT_DELTA, "delta": {"type": "text_delta", "text": 5}},
+        {**TEXT_DELTA, "type": 1},
+        [TEXT_DELTA],
+    ],
+    ids=["thinking", "other-type", "null-delta", "number-text", "number-type", "array"],
+)
+def test_other_events_are_left_to_the_full_path(payload: Any) -> None:
+    decoder = anthropic.StreamDecoder("anthropic")
+    assert decoder.quick("content_block_delta", json.dumps(payload)) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"type":"content_block_delta","delta":{"type":"text_delta","text":"\\ud83d"}}',
+        b'{"type":"content_block_delta","delta":{"type":"text_delta","text":"\xff"}}',
+        b'{"type":"content_block_delta","x":NaN,"delta":{"type":"text_delta","text":"a"}}',
+        b'{"type":"content_block_delta","x":' + b"[" * 3000 + b"]" * 3000 + b"}",
+        b'{"type":"content_block_delta","delta":{"type":"text_delta","text":"a"}} x',
+    ],
+    ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing"],
+)
+def test_text_the_fast_reader_refuses_is_left_to_the_full_path(data: bytes) -> None:
+    assert anthropic.StreamDecoder("anthropic").quick("content_block_delta", data) is None
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[str(p.relative_to(FIXTURES)) for p in STREAMS])
+def test_fixture_same_both_ways(path: Path) -> None:
+    raw = path.read_bytes()
+    answered = same_both_ways(raw)
+    same_both_ways(raw, None, chunk=7)
+    deltas = raw.count(b'"text_delta"')
+    # Every recorded text delta is well typed: the fast path must answer each one.
+    if "written" not in path.parts:
+        assert answered == deltas
+
+
+@st.composite
+def mutated_delta(draw: st.DrawFn) -> bytes:
+    """A text delta event as JSON bytes, edited where the fast reader looks."""
+    payload: Any = json.loads(json.dumps(TEXT_DELTA))
+    edit = draw(st.sampled_from(["value", "drop", "tree", "raw"]))
+    if edit == "value":
+        path = draw(st.sampled_from([("type",), ("delta",), ("delta", "type"), ("delta", "text")]))
+        target = payload
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = draw(WRONG_VALUES | st.text(max_size=4))
+    elif edit == "drop":
+        path = draw(st.sampled_from([("type",), ("delta",), ("delta", "type"), ("delta", "text")]))
+        target = payload
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+    elif edit == "tree":
+        payload = draw(mutated(payload))
+    data = json.dumps(payload).encode()
+    if edit == "raw":
+        pieces = [
+            b',"delta":{"type":"text_delta","text":"dup"}',
+            b',"delta":null',
+            b',"type":"ping"',
+            b',"x":"\xff\xfe"',
+            b',"x":"\\ud800"',
+            b',"x":1e999',
+            b',"x":123456789012345678901234567890',
+            b',"x":' + b"[" * 600 + b"]" * 600,
+        ]
+        # A key repeated after the first (the last one counts), or a value only some
+        # readers take, just before the closing brace.
+        data = data[:-1] + draw(st.sampled_from(pieces)) + b"}"
+    return data
+
+
+EVENT_NAMES = st.sampled_from([None, "content_block_delta", "content_block_start", "ping"])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(STREAMS),
+    st.lists(st.tuples(st.integers(0, 200), EVENT_NAMES, mutated_delta()), max_size=4),
+)
+def test_mutated_text_deltas_same_both_ways(
+    path: Path, inserts: list[tuple[int, str | None, bytes]]
+) -> None:
+    events = fixture_events(path)
+    for at, name, data in inserts:
+        events.insert(at % (len(events) + 1), (name, data))
+    raw = sse(events)
+    same_both_ways(raw)
+    same_both_ways(raw, None)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_stream_bytes_same_both_ways(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(STREAMS))
+    raw = data.draw(mutated_bytes(path.read_bytes()))
+    same_both_ways(raw)
+    same_both_ways(raw, None)
