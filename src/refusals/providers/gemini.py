@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import msgspec
 import orjson
 
 from refusals.model import (
@@ -49,9 +50,14 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
     INTERRUPTED,
+    NO_RAW,
+    Count,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arguments_text,
     arr,
     bounded_message,
@@ -60,6 +66,7 @@ from refusals.providers._common import (
     integer,
     key_names,
     obj,
+    raw_value,
     says_blocked,
     status_error_kind,
     string,
@@ -607,6 +614,197 @@ def _usage(meta: JsonObject) -> Usage:
     )
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+#
+# Only wire bodies in camelCase: a body with none of `usageMetadata`, `modelVersion` and
+# `responseId` may be a snake_case dump that `wire_keys` rewrites, so it is declined (the
+# snake_case keys are then never read, and need not be declared). Safety ratings are kept
+# raw: they are read only when a filter blocked, by the dict reader's own helper.
+
+
+class _FastCall(msgspec.Struct):
+    id: str | None = None
+    name: str | None = None
+    args: Raw = NO_RAW
+
+
+class _FastPart(msgspec.Struct, rename="camel"):
+    text: str | None = None
+    thought: bool | None = None
+    thought_signature: str | None = None
+    function_call: _FastCall | None = None
+
+
+class _FastContent(msgspec.Struct):
+    parts: list[_FastPart] | None = None
+
+
+class _FastCandidate(msgspec.Struct, rename="camel"):
+    index: Int | None = 0
+    content: _FastContent | None = None
+    finish_reason: str | None = None
+    finish_message: str | None = None
+    safety_ratings: Raw = NO_RAW
+
+
+class _FastFeedback(msgspec.Struct, rename="camel"):
+    block_reason: str | None = None
+    block_reason_message: str | None = None
+    safety_ratings: Raw = NO_RAW
+
+
+class _FastUsage(msgspec.Struct, rename="camel"):
+    prompt_token_count: Count | None = 0
+    candidates_token_count: Count | None = 0
+    thoughts_token_count: Count | None = 0
+    cached_content_token_count: Count | None = 0
+
+
+class _FastBody(msgspec.Struct, rename="camel"):
+    # UNSET where detection asks whether the key is there at all (null included).
+    candidates: list[_FastCandidate] | msgspec.UnsetType | None = msgspec.UNSET
+    prompt_feedback: _FastFeedback | msgspec.UnsetType | None = msgspec.UNSET
+    usage_metadata: _FastUsage | msgspec.UnsetType | None = msgspec.UNSET
+    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
+    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
+    create_time: Raw = NO_RAW
+    # Keys that make detection look elsewhere: any of them, and the dict path decides.
+    object: Raw = NO_RAW
+    type: Raw = NO_RAW
+    error: Raw = NO_RAW
+    choices: Raw = NO_RAW
+    output: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+
+
+_decode_body = msgspec.json.Decoder(_FastBody).decode
+_UNSET = msgspec.UNSET
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed camelCase body read through Structs, or None."""
+    if provider is not None and provider not in ("gemini", "vertex"):
+        return None
+    try:
+        body = _decode_body(data)
+        if (
+            body.usage_metadata is _UNSET
+            and body.model_version is _UNSET
+            and body.response_id is _UNSET
+        ):
+            return None  # maybe snake_case keys (see above)
+        candidates = body.candidates
+        feedback = body.prompt_feedback
+        usage = body.usage_metadata
+        # `looks_like`, which parse_response and detection both require.
+        if not (
+            type(candidates) is list
+            or type(feedback) is _FastFeedback
+            or (
+                type(usage) is _FastUsage
+                and (type(body.model_version) is str or type(body.response_id) is str)
+            )
+        ):
+            return None
+        if provider is None:
+            # What detection checks: the Gemini hint (`candidates` or `promptFeedback`)
+            # and no earlier one, no Bedrock InvokeModel marker, and `detect_provider`.
+            if candidates is _UNSET and feedback is _UNSET:
+                return None
+            if (
+                body.object
+                or body.type
+                or body.error
+                or body.choices
+                or body.output
+                or body.guardrail_action
+                or body.invocation_metrics
+            ):
+                return None
+            provider = "vertex" if body.create_time else "gemini"
+        return _fast_response(body, provider)
+    except FAST_FAILED:
+        return None
+
+
+def _fast_response(body: _FastBody, provider: str) -> LLMResponse:
+    candidate: _FastCandidate | None = None
+    candidates = body.candidates
+    if type(candidates) is list and candidates:
+        # Candidate 0, as `parse_response` picks it.
+        candidate = candidates[0]
+        if candidate.index:
+            candidate = next((item for item in candidates if not item.index), None)
+
+    texts: list[str] = []
+    thoughts: list[str] = []
+    tool_calls: list[ToolCall] = []
+    signatures: list[str] = []
+    content = candidate.content if candidate is not None else None
+    for part in (content.parts if content is not None else None) or ():
+        if part.thought_signature:
+            signatures.append(part.thought_signature)
+        call = part.function_call
+        if call is not None:
+            arguments = arguments_text(raw_value(call.args))
+            tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
+        elif part.text is not None:
+            (thoughts if part.thought is True else texts).append(part.text)
+
+    feedback = body.prompt_feedback
+    block_reason = feedback.block_reason if type(feedback) is _FastFeedback else None
+    ratings: Raw
+    if block_reason is not None and type(feedback) is _FastFeedback:
+        raw: str | None = block_reason
+        finish = PROMPT_BLOCKED
+        ratings = feedback.safety_ratings
+        explanation = feedback.block_reason_message
+        scope = "prompt"
+    else:
+        raw = candidate.finish_reason if candidate is not None else None
+        finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw else FinishReason.ERROR
+        if finish is FinishReason.STOP and tool_calls:
+            finish = FinishReason.TOOL_CALLS
+        ratings = candidate.safety_ratings if candidate is not None else NO_RAW
+        explanation = candidate.finish_message if candidate is not None else None
+        scope = "response"
+
+    details: list[Detail] = []
+    if finish is FinishReason.CONTENT_FILTER:
+        blocked = _blocked_ratings(raw_value(ratings))
+        details.append(_filter_stop(blocked, raw, explanation).to_detail())
+        if blocked:
+            details.append(_ratings_detail(scope, blocked))
+    elif explanation is not None:
+        details.append(StopDetails(explanation=explanation).to_detail())
+    for signature in signatures:
+        details.append(_signature_detail(signature))
+
+    usage = body.usage_metadata
+    if type(usage) is _FastUsage:
+        counts = Usage(
+            usage.prompt_token_count or 0,
+            # Thinking tokens are billed as output (as `_usage` counts them).
+            (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+            usage.cached_content_token_count or 0,
+        )
+    else:
+        counts = Usage()
+    text = "".join(texts) or None
+    model = body.model_version
+    request_id = body.response_id
+    return LLMResponse(
+        text,
+        tool_calls,
+        "".join(thoughts) or None,
+        details,
+        counts,
+        finish,
+        raw,
+        model if type(model) is str else None,
+        request_id if type(request_id) is str else None,
+        provider,
+        API,
+        finish in INTERRUPTED and bool(text or tool_calls),
+    )
