@@ -27,7 +27,9 @@ only thing its value says about the block.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from refusals.model import (
     Detail,
@@ -40,9 +42,13 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
     INTERRUPTED,
+    NO_RAW,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arguments_text,
     arr,
     bounded_message,
@@ -51,6 +57,7 @@ from refusals.providers._common import (
     integer,
     key_names,
     obj,
+    raw_value,
     says_blocked,
     status_error_kind,
     stream_error,
@@ -169,8 +176,22 @@ def _parse_v2(body: JsonObject, provider: str) -> LLMResponse:
     plan = string(message.get("tool_plan"))
     if plan:
         thoughts.append(plan)
+    usage = obj(body.get("usage"))
+    return _result(
+        body,
+        provider,
+        content="".join(texts) or None,
+        reasoning="\n".join(thoughts) or None,
+        tool_calls=_v2_tool_calls(message.get("tool_calls")),
+        usage=_usage(usage, cached=usage.get("cached_tokens")),
+        request_id=string(body.get("id")),
+    )
+
+
+def _v2_tool_calls(value: Any) -> list[ToolCall]:
+    """v2 `message.tool_calls`: `[{"id", "function": {"name", "arguments"}}]`."""
     calls = []
-    for item in arr(message.get("tool_calls")):
+    for item in arr(value):
         call = obj(item)
         function = obj(call.get("function"))
         arguments = function.get("arguments")
@@ -181,21 +202,26 @@ def _parse_v2(body: JsonObject, provider: str) -> LLMResponse:
                 arguments=arguments_text(arguments),
             )
         )
-    usage = obj(body.get("usage"))
-    return _result(
-        body,
-        provider,
-        content="".join(texts) or None,
-        reasoning="\n".join(thoughts) or None,
-        tool_calls=calls,
-        usage=_usage(usage, cached=usage.get("cached_tokens")),
-        request_id=string(body.get("id")),
-    )
+    return calls
 
 
 def _parse_v1(body: JsonObject, provider: str) -> LLMResponse:
+    meta = obj(body.get("meta"))
+    return _result(
+        body,
+        provider,
+        content=string(body.get("text")) or None,
+        reasoning=None,
+        tool_calls=_v1_tool_calls(body.get("tool_calls")),
+        usage=_usage(meta, cached=meta.get("cached_tokens")),
+        request_id=string(body.get("response_id")) or string(body.get("generation_id")),
+    )
+
+
+def _v1_tool_calls(value: Any) -> list[ToolCall]:
+    """v1 `tool_calls`: `[{"name", "parameters"}]` (no ids)."""
     calls = []
-    for item in arr(body.get("tool_calls")):
+    for item in arr(value):
         call = obj(item)
         calls.append(
             ToolCall(
@@ -203,16 +229,7 @@ def _parse_v1(body: JsonObject, provider: str) -> LLMResponse:
                 arguments=arguments_text(call.get("parameters")),
             )
         )
-    meta = obj(body.get("meta"))
-    return _result(
-        body,
-        provider,
-        content=string(body.get("text")) or None,
-        reasoning=None,
-        tool_calls=calls,
-        usage=_usage(meta, cached=meta.get("cached_tokens")),
-        request_id=string(body.get("response_id")) or string(body.get("generation_id")),
-    )
+    return calls
 
 
 def _finish(raw: str | None, has_tool_calls: bool) -> tuple[FinishReason, StopDetails | None]:
@@ -547,6 +564,203 @@ def _is_upper(value: Any) -> bool:
     return isinstance(value, str) and _UPPER_VALUE.fullmatch(value) is not None
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+
+_MustBeAbsent = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
+
+_UNSET = msgspec.UNSET
+
+
+class _FastTokens(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    # `_usage` reads `tokens` only when it is a non-empty object: UNSET tells an absent key
+    # from a null one, and any other key sends the body to the dict path, so that an
+    # object without either count is an empty one.
+    input_tokens: Int | msgspec.UnsetType | None = msgspec.UNSET
+    output_tokens: Int | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _FastUsage(msgspec.Struct, gc=False):
+    """v2 `usage` and v1 `meta`, read alike by `_usage`."""
+
+    billed_units: Raw = NO_RAW  # read only when `tokens` says nothing
+    tokens: _FastTokens | None = None
+    cached_tokens: Int | None = 0
+
+
+class _FastPart(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+
+
+class _FastMessage(msgspec.Struct, gc=False):
+    role: str | None = None
+    content: str | list[_FastPart] | None = None
+    tool_plan: str | None = None
+    tool_calls: Raw = NO_RAW
+
+
+class _FastChat(msgspec.Struct, gc=False):
+    id: str | None = None
+    response_id: str | None = None
+    text: str | None = None
+    generation_id: str | None = None
+    message: _FastMessage | None = None
+    finish_reason: str | None = None
+    model: str | None = None
+    meta: _FastUsage | None = None
+    usage: _FastUsage | None = None
+    tool_calls: Raw = NO_RAW
+    # Keys that make detection look elsewhere: the ones earlier formats claim a body by
+    # (`_CLAIMED_EARLIER` in providers/__init__.py), `choices` (see `detect_provider`), and
+    # those `bedrock.is_invoke_body` reads (every native InvokeModel kind needs `results`,
+    # `generation` or `outputs`).
+    type: _MustBeAbsent = 0
+    object: _MustBeAbsent = 0
+    output: _MustBeAbsent = 0
+    error: _MustBeAbsent = 0
+    candidates: _MustBeAbsent = 0
+    promptFeedback: _MustBeAbsent = 0
+    prompt_feedback: _MustBeAbsent = 0
+    usageMetadata: _MustBeAbsent = 0
+    usage_metadata: _MustBeAbsent = 0
+    stopReason: _MustBeAbsent = 0
+    aws_type: _MustBeAbsent = msgspec.field(default=0, name="__type")
+    aws_error: _MustBeAbsent = msgspec.field(default=0, name="Error")
+    choices: _MustBeAbsent = 0
+    guardrail_action: _MustBeAbsent = msgspec.field(
+        default=0, name="amazon-bedrock-guardrailAction"
+    )
+    invocation_metrics: _MustBeAbsent = msgspec.field(
+        default=0, name="amazon-bedrock-invocationMetrics"
+    )
+    results: _MustBeAbsent = 0
+    generation: _MustBeAbsent = 0
+    outputs: _MustBeAbsent = 0
+
+
+_decode_chat = msgspec.json.Decoder(_FastChat).decode
+
+
+def _finish_row(raw: str) -> tuple[FinishReason, FinishReason, str | None, bool]:
+    plain, stop = _finish(raw, False)
+    with_calls, _ = _finish(raw, True)
+    return plain, with_calls, stop.to_detail() if stop else None, plain in INTERRUPTED
+
+
+# `_finish` of every known value worked out once, with and without tool calls: the finish
+# reasons, the stop detail as JSON text, and whether content before it was cut off.
+_FINISH_ROWS: dict[str | None, tuple[FinishReason, FinishReason, str | None, bool]] = {
+    raw: _finish_row(raw) for raw in FINISH_REASONS
+}
+_UNKNOWN_FINISH = _finish_row("")
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed v1 or v2 chat body read through Structs, or None.
+
+    The Structs reject every key detection would look elsewhere for; a message that is a
+    string (an error body, see `is_error`) is rejected by its type.
+    """
+    if provider is not None and provider != "cohere":
+        return None
+    try:
+        body = _decode_chat(data)
+        raw = body.finish_reason
+        message = body.message
+        if provider is None:
+            # `detect_provider`, on what the Structs let through.
+            upper = raw is not None and (raw in FINISH_REASONS or _is_upper(raw))
+            if not (
+                (message is not None and message.role is not None and upper)
+                or body.generation_id is not None
+                or (body.text is not None and upper)
+            ):
+                return None
+        elif message is None and (body.text, body.generation_id, raw) == (None,) * 3:
+            return None  # `parse_response` raises unless one of these keys is there
+
+        if message is not None:  # v2, as `_parse_v2` reads it
+            parts = message.content
+            if (
+                type(parts) is list
+                and len(parts) == 1
+                and parts[0].type == "text"
+                and not message.tool_plan
+            ):
+                content, reasoning = parts[0].text or None, None  # the common answer
+            else:
+                content, reasoning = _fast_v2_text(message)
+            calls = _v2_tool_calls(raw_value(message.tool_calls)) if message.tool_calls else []
+            holder = body.usage
+            request_id = body.id
+        else:  # v1, as `_parse_v1` reads it
+            content = body.text or None
+            reasoning = None
+            calls = _v1_tool_calls(raw_value(body.tool_calls)) if body.tool_calls else []
+            holder = body.meta
+            request_id = body.response_id or body.generation_id
+        usage = _fast_usage(holder) if holder is not None else Usage()
+    except FAST_FAILED:
+        # The Structs rejected the body, or orjson a part read as the dict reader reads it
+        # (tool calls, billed units).
+        return None
+    finish, with_calls, detail, interrupts = _FINISH_ROWS.get(raw, _UNKNOWN_FINISH)
+    return LLMResponse(
+        content,
+        calls,
+        reasoning,
+        [detail] if detail is not None else [],
+        usage,
+        with_calls if calls else finish,
+        raw,
+        body.model,
+        request_id,
+        provider or "cohere",
+        API,
+        interrupts and bool(content or calls),
+    )
+
+
+def _fast_v2_text(message: _FastMessage) -> tuple[str | None, str | None]:
+    """The text and the reasoning of a v2 message (see `_parse_v2`)."""
+    texts: list[str] = []
+    thoughts: list[str] = []
+    content = message.content
+    if isinstance(content, str):
+        texts.append(content)
+    elif content is not None:
+        for part in content:
+            kind = part.type
+            if kind == "thinking":
+                if part.thinking:
+                    thoughts.append(part.thinking)
+            elif (kind == "text" or kind is None) and part.text is not None:
+                texts.append(part.text)
+    if message.tool_plan:
+        thoughts.append(message.tool_plan)
+    return "".join(texts) or None, "\n".join(thoughts) or None
+
+
+def _fast_usage(holder: _FastUsage) -> Usage:
+    """`_usage` of a v2 `usage` or v1 `meta`: `tokens` when it is a non-empty object, else
+    `billed_units`."""
+    cached = holder.cached_tokens
+    cached = cached if cached is not None and cached > 0 else 0
+    tokens = holder.tokens
+    if tokens is not None:
+        given_in, given_out = tokens.input_tokens, tokens.output_tokens
+        if type(given_in) is int and type(given_out) is int:  # the common case
+            return Usage(given_in if given_in > 0 else 0, given_out if given_out > 0 else 0, cached)
+        if given_in is _UNSET and given_out is _UNSET:
+            tokens = None  # an empty object: `forbid_unknown_fields` rejects other keys
+    if tokens is None:
+        billed = obj(raw_value(holder.billed_units)) if holder.billed_units else {}
+        given_in, given_out = billed.get("input_tokens"), billed.get("output_tokens")
+    # As `integer` reads them: null and absent (UNSET) are 0, so are negative counts.
+    return Usage(
+        given_in if type(given_in) is int and given_in > 0 else 0,
+        given_out if type(given_out) is int and given_out > 0 else 0,
+        cached,
+    )
