@@ -54,6 +54,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from refusals.model import (
@@ -69,8 +70,14 @@ from refusals.model import (
     detail_type,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
+    INTERRUPTED,
+    NO_RAW,
+    Count,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arguments_text,
     arr,
     bounded_message,
@@ -81,6 +88,7 @@ from refusals.providers._common import (
     key_names,
     obj,
     page_text,
+    raw_value,
     require_object,
     says_blocked,
     status_error_kind,
@@ -1408,6 +1416,277 @@ def _detail_text(detail: Detail) -> str:
     return detail if isinstance(detail, str) else json_text(dict(detail))
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+#
+# The common body (one choice, text or tool calls, usage) is read through Structs; the
+# parts that are rare or come in many shapes (Azure filter results, moderation, an error
+# in the body, legacy function calls, content parts, reasoning details) are kept as Raw and
+# read by the dict reader's own helpers. What it cannot mirror cheaply (a choice with a
+# `delta`, a custom tool call), it leaves to the dict path.
+#
+# gc=False: decoded Structs hold no cycles, and untracked ones are quicker to allocate.
+
+
+class _FastFunction(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _FastToolCall(msgspec.Struct, gc=False):
+    id: str | None = None
+    function: _FastFunction | None = None
+    custom: Raw = NO_RAW
+
+
+class _FastMessage(msgspec.Struct, gc=False):
+    content: str | list[Raw] | None = None
+    refusal: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    reasoning_details: Raw = NO_RAW
+    tool_calls: list[_FastToolCall] | None = None
+    function_call: Raw = NO_RAW
+
+
+class _FastChoice(msgspec.Struct, gc=False):
+    index: Int | None = 0
+    message: _FastMessage | None = None
+    delta: Raw = NO_RAW
+    finish_reason: str | None = None
+    # Present at all (null included) makes the body OpenRouter's.
+    native_finish_reason: str | msgspec.UnsetType | None = msgspec.UNSET
+    content_filter_results: Raw = NO_RAW
+
+
+class _FastPromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: Count | None = 0
+    cache_write_tokens: Count | None = 0
+
+
+class _FastUsage(msgspec.Struct, gc=False):
+    prompt_tokens: Count | None = 0
+    completion_tokens: Count | None = 0
+    prompt_cache_hit_tokens: Count | None = 0
+    prompt_tokens_details: _FastPromptDetails | None = None
+
+
+class _FastCompletion(msgspec.Struct, gc=False):
+    object: str | None = None
+    id: str | None = None
+    model: str | None = None
+    choices: list[_FastChoice] | None = None
+    usage: _FastUsage | None = None
+    moderation: Raw = NO_RAW
+    error: Raw = NO_RAW
+    prompt_filter_results: Raw = NO_RAW
+    prompt_annotations: Raw = NO_RAW
+    provider: str | None = None
+    x_groq: Raw = NO_RAW
+    system_fingerprint: str | None = None
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+
+
+_decode_completion = msgspec.json.Decoder(_FastCompletion).decode
+_NO_CHOICE = _FastChoice()
+_NO_MESSAGE = _FastMessage()
+
+# The provider names `normalize` sends to this module's fast path (`_FAST_BY_PROVIDER`).
+_FAST_PROVIDERS = frozenset(
+    {"openai", "azure", "openrouter", "deepseek", "xai", "groq", "mistral", "ollama"}
+)
+
+# A value the dict helpers read on Raw parts could trip them as it trips the dict path,
+# which then reads the body again, tamed (see `normalize`): leave such bodies to it.
+_MAPPING_FAILED = (*FAST_FAILED, TypeError, ValueError, OverflowError, KeyError, IndexError)
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed Chat Completions body read through Structs, or None."""
+    if provider is not None and provider not in _FAST_PROVIDERS:
+        return None
+    try:
+        body = _decode_completion(data)
+    except FAST_FAILED:
+        return None
+    choices = body.choices
+    if choices is None:
+        return None
+    if provider is None:
+        # What detection checks: the `object` hint (without it, other formats are asked
+        # first), and no Bedrock InvokeModel marker.
+        if body.object != "chat.completion" or body.guardrail_action or body.invocation_metrics:
+            return None
+        provider = _fast_provider(body, choices)
+    elif body.object == "response":
+        return None  # a Responses object, whatever the vendor (`_module_for`)
+    # Choice 0, as `first_choice` finds it: every entry decoded as an object, and the
+    # only `index` values that are not integers are null.
+    choice = choices[0] if choices else _NO_CHOICE
+    if choice.index:
+        choice = next((c for c in choices if c.index is None or c.index == 0), _NO_CHOICE)
+    if choice.delta:
+        return None  # `message or delta`: an empty message cannot be told from none here
+    try:
+        return _fast_response(body, choice, provider)
+    except _MAPPING_FAILED:
+        return None
+
+
+def _fast_provider(body: _FastCompletion, choices: list[_FastChoice]) -> str:
+    """`_response_provider` of the Structs."""
+    if body.prompt_filter_results or body.prompt_annotations:
+        return "azure"
+    openrouter = body.provider is not None
+    for choice in choices:
+        if choice.content_filter_results:
+            return "azure"
+        openrouter = openrouter or choice.native_finish_reason is not msgspec.UNSET
+    if openrouter:
+        return "openrouter"
+    if body.x_groq:
+        return "groq"
+    if body.system_fingerprint == "fp_ollama":
+        return "ollama"
+    model = body.model
+    return _vendor_of_model(model) if model is not None else "openai"
+
+
+def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) -> LLMResponse | None:
+    """`parse_response` of the Structs (the `nonblank` calls inlined on the hot path)."""
+    message = choice.message or _NO_MESSAGE
+    raw_content = message.content
+    parts: list[Any] | None = None
+    thinking: list[str] = []
+    if raw_content is None:
+        text = ""
+    elif isinstance(raw_content, str):
+        text = raw_content
+    else:
+        parts = [raw_value(part) for part in raw_content]
+        text, thinking = _message_text(parts)
+    reasoning = message.reasoning_content
+    if reasoning is None or not reasoning.strip():
+        reasoning = message.reasoning
+        if reasoning is None or not reasoning.strip():
+            if not thinking and message.reasoning_details:
+                _add_reasoning_details(thinking, raw_value(message.reasoning_details))
+            reasoning = "\n\n".join(thinking) if thinking else None
+    refusal = message.refusal
+    if refusal is not None and not refusal.strip():
+        refusal = None
+    if refusal is None and parts is not None:
+        refusal = nonblank("\n\n".join(content_refusals(parts)))
+
+    tool_calls: list[ToolCall] = []
+    if message.tool_calls:
+        for call in message.tool_calls:
+            if call.custom:
+                return None  # `function or not custom`: an empty `function` cannot be told
+            function = call.function
+            if function is None:
+                tool_calls.append(ToolCall(call.id or "", "", ""))
+            else:
+                name, arguments = function.name or "", function.arguments or ""
+                tool_calls.append(ToolCall(call.id or "", name, arguments))
+    if message.function_call:
+        tool_calls += _tool_calls({"function_call": raw_value(message.function_call)})
+
+    raw = choice.finish_reason
+    finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    native = choice.native_finish_reason
+    if native is msgspec.UNSET:
+        native = None
+    elif native is not None:
+        finish = native_finish(native, finish)
+
+    filtered: list[str] = []
+    blocked: list[str] = []
+    details: list[Detail] = []
+    if body.prompt_filter_results or body.prompt_annotations or choice.content_filter_results:
+        azure = azure_filter_signals(
+            _raw_fields(body, _PROMPT_FILTER_KEYS), _raw_fields(choice, _CHOICE_FILTER_KEYS)
+        )
+        filtered, details = azure.filtered, azure.details
+    if body.moderation:
+        raw_moderation = raw_value(body.moderation)
+        if raw_moderation is not None:
+            moderation = moderation_signals(raw_moderation)
+            blocked = moderation.blocked
+            details = [*details, *moderation.details]
+
+    stop: StopDetails | None = None
+    error: ProviderError | None = None
+    content = text
+    if finish is FinishReason.CONTENT_FILTER or filtered or blocked:
+        finish = FinishReason.CONTENT_FILTER
+        stop = stop_for(_unique(filtered + blocked), None)
+    elif refusal is not None:
+        finish = FinishReason.REFUSAL
+        if content:
+            content = f"{content}\n\n{refusal}"
+            stop = StopDetails(explanation=refusal)
+        else:
+            content = refusal
+    elif body.error:
+        in_body_error = obj(raw_value(body.error))
+        if in_body_error:
+            verdict = classify_error({"error": in_body_error}, None)
+            error = verdict.error
+            if verdict.error.kind is ErrorKind.POLICY:
+                finish = FinishReason.REFUSAL if verdict.refusal else FinishReason.CONTENT_FILTER
+                stop = verdict.stop
+            elif finish in (FinishReason.STOP, FinishReason.TOOL_CALLS):
+                finish = FinishReason.ERROR
+    if stop is not None:
+        details = [stop.to_detail(), *details]
+
+    usage = body.usage
+    if usage is None:
+        counts = Usage()
+    else:
+        cached = written = 0
+        prompt_details = usage.prompt_tokens_details
+        if prompt_details is not None:
+            cached = prompt_details.cached_tokens or 0
+            written = prompt_details.cache_write_tokens or 0
+        counts = Usage(
+            usage.prompt_tokens or 0,
+            usage.completion_tokens or 0,
+            cached or usage.prompt_cache_hit_tokens or 0,
+            written,
+        )
+    model = body.model
+    request_id = body.id
+    return LLMResponse(
+        content or None,
+        tool_calls,
+        reasoning,
+        details,
+        counts,
+        finish,
+        native if native is not None else raw,
+        model if model is not None and model.strip() else None,
+        request_id if request_id is not None and request_id.strip() else None,
+        provider,
+        API,
+        finish in INTERRUPTED and (bool(text) or bool(tool_calls)),
+        error,
+    )
+
+
+_PROMPT_FILTER_KEYS = ("prompt_filter_results", "prompt_annotations")
+_CHOICE_FILTER_KEYS = ("content_filter_results",)
+
+
+def _raw_fields(struct: msgspec.Struct, names: tuple[str, ...]) -> JsonObject:
+    """The Raw fields `names` that were present, as the dict reader sees them."""
+    return {name: raw_value(value) for name in names if (value := getattr(struct, name))}
+
+
+def _add_reasoning_details(thinking: list[str], entries: Any) -> None:
+    """`_reasoning`'s reading of OpenRouter `reasoning_details` text entries."""
+    for entry in arr(entries):
+        text = string(obj(entry).get("text"))
+        if text:
+            thinking.append(text)
