@@ -24,7 +24,9 @@ answer.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from refusals.model import (
     ErrorKind,
@@ -36,8 +38,12 @@ from refusals.model import (
     Usage,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
+    NO_RAW,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arguments_text,
     arr,
     bounded_message,
@@ -46,6 +52,7 @@ from refusals.providers._common import (
     integer,
     key_names,
     obj,
+    raw_value,
     status_error_kind,
     string,
     strip_tags,
@@ -276,6 +283,132 @@ def _tool_call(item: Any) -> ToolCall:
     )
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+
+_MustBeAbsent = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
+
+
+class _FastMessage(msgspec.Struct, gc=False):
+    # `parse_response` reads the message only when it is a non-empty object; `role` is
+    # declared to tell one from an empty object (see `parse_fast`).
+    role: Raw = NO_RAW
+    content: str | None = None
+    thinking: str | None = None
+    tool_calls: Raw = NO_RAW
+
+
+class _FastBody(msgspec.Struct, gc=False):
+    model: str | None = None
+    message: _FastMessage | None = None
+    response: str | None = None
+    thinking: str | None = None
+    done_reason: str | None = None
+    done: bool | None = None
+    prompt_eval_count: Int | None = 0
+    eval_count: Int | None = 0
+    # Keys that make detection look elsewhere: the ones earlier formats claim a body by
+    # (`_CLAIMED_EARLIER` in providers/__init__.py, `error` among them), `choices` (an
+    # OpenAI-style body, see `_module_for`), the ones `bedrock.is_invoke_body` reads (every
+    # native InvokeModel kind needs `results`, `generation` or `outputs`), and the ones
+    # without which `cohere.detect_provider`, asked first, says None.
+    type: _MustBeAbsent = 0
+    object: _MustBeAbsent = 0
+    output: _MustBeAbsent = 0
+    error: _MustBeAbsent = 0
+    candidates: _MustBeAbsent = 0
+    promptFeedback: _MustBeAbsent = 0
+    prompt_feedback: _MustBeAbsent = 0
+    usageMetadata: _MustBeAbsent = 0
+    usage_metadata: _MustBeAbsent = 0
+    stopReason: _MustBeAbsent = 0
+    aws_type: _MustBeAbsent = msgspec.field(default=0, name="__type")
+    aws_error: _MustBeAbsent = msgspec.field(default=0, name="Error")
+    choices: _MustBeAbsent = 0
+    guardrail_action: _MustBeAbsent = msgspec.field(
+        default=0, name="amazon-bedrock-guardrailAction"
+    )
+    invocation_metrics: _MustBeAbsent = msgspec.field(
+        default=0, name="amazon-bedrock-invocationMetrics"
+    )
+    results: _MustBeAbsent = 0
+    generation: _MustBeAbsent = 0
+    outputs: _MustBeAbsent = 0
+    finish_reason: _MustBeAbsent = 0
+    generation_id: _MustBeAbsent = 0
+
+
+_decode_body = msgspec.json.Decoder(_FastBody).decode
+
+# `_finish` of every known value (and of none), without and with tool calls.
+_FINISHES: dict[str | None, tuple[FinishReason, FinishReason]] = {
+    raw: (_finish(raw, False), _finish(raw, True)) for raw in (None, *DONE_REASONS)
+}
+_UNKNOWN_FINISH = (FinishReason.ERROR, FinishReason.ERROR)
+_UNFINISHED = FinishReason.ERROR  # a global, read faster than an enum member on every body
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed `/api/chat` or `/api/generate` body read through
+    Structs, or None.
+
+    The Structs reject every key detection would look elsewhere for, and an error body
+    (`error`) with them.
+    """
+    if provider is not None and provider != "ollama":
+        return None
+    try:
+        body = _decode_body(data)
+        message = body.message
+        if provider is None:
+            # `detect_provider`, on what the Structs let through.
+            if body.done is None or (message is None and body.response is None):
+                return None
+        elif message is None and (body.response, body.done, body.done_reason) == (None,) * 3:
+            return None  # `parse_response` raises unless one of these keys is there
+        # `parse_response` reads the message when it is a non-empty object, else `response`:
+        # any declared key present makes it non-empty.
+        if message is None:
+            content, reasoning, calls = body.response, body.thinking, []
+        elif message.role or message.tool_calls or message.content is not None:
+            content, reasoning = message.content, message.thinking
+            calls = (
+                [_tool_call(item) for item in arr(raw_value(message.tool_calls))]
+                if message.tool_calls
+                else []
+            )
+        elif message.thinking is not None:
+            content, reasoning, calls = None, message.thinking, []
+        else:
+            # An empty message (the dict reader then reads `response`) or one with only
+            # keys not declared here (it reads no `response`): the Structs cannot tell.
+            return None
+    except FAST_FAILED:
+        # The Structs rejected the body, or orjson the tool calls, read as the dict reader
+        # reads them.
+        return None
+    raw = body.done_reason
+    if body.done is True:
+        plain, with_calls = _FINISHES.get(raw, _UNKNOWN_FINISH)
+        finish = with_calls if calls else plain
+    else:
+        finish = _UNFINISHED  # a body that says it is not done is a cut stream
+    content = content or None
+    prompt, evaluated = body.prompt_eval_count, body.eval_count  # as `integer` reads them
+    return LLMResponse(
+        content,
+        calls,
+        reasoning or None,
+        [],
+        Usage(
+            prompt if prompt is not None and prompt > 0 else 0,
+            evaluated if evaluated is not None and evaluated > 0 else 0,
+        ),
+        finish,
+        raw,
+        body.model,
+        None,
+        provider or "ollama",
+        API,
+        bool(content or calls) and finish is _UNFINISHED,
+    )
