@@ -184,10 +184,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         text = string(block.get("text"))
         if text:
             texts.append(text)
-        for part in arr(obj(block.get("citationsContent")).get("content")):
-            cited = string(obj(part).get("text"))
-            if cited:
-                texts.append(cited)
+        texts += _cited_texts(block.get("citationsContent"))
         tool = block.get("toolUse")
         if isinstance(tool, dict):
             tool_calls.append(
@@ -237,6 +234,16 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         and bool(content or tool_calls or reasoning_text_all)
         and not (stop is not None and stop.altered),
     )
+
+
+def _cited_texts(citations: Any) -> list[str]:
+    """The texts of a `citationsContent` block's parts: cited text is content too."""
+    texts = []
+    for part in arr(obj(citations).get("content")):
+        cited = string(obj(part).get("text"))
+        if cited:
+            texts.append(cited)
+    return texts
 
 
 def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
