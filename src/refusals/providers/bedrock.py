@@ -34,8 +34,9 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
 from refusals.model import (
@@ -53,11 +54,13 @@ from refusals.model import (
 )
 from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's format
 from refusals.providers._common import (
-    FINAL as _FINAL,
-)
-from refusals.providers._common import (
+    FAST_FAILED,
+    INTERRUPTED,
+    NO_RAW,
+    Count,
     JsonObject,
     NormalizeError,
+    Raw,
     arr,
     bounded_message,
     error_events,
@@ -67,11 +70,15 @@ from refusals.providers._common import (
     json_text,
     obj,
     page_text,
+    raw_value,
     require_object,
     says_blocked,
     status_error_kind,
     string,
     typed_detail,
+)
+from refusals.providers._common import (
+    FINAL as _FINAL,
 )
 from refusals.stream import (
     ReasoningDelta,
@@ -926,6 +933,224 @@ def _block_index(payload: JsonObject) -> int:
     return 0
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+#
+# Converse bodies only: InvokeModel bodies (native ones, or with Bedrock's marker keys)
+# stay on the dict path, as do error bodies. A guardrail trace is typed only as far as
+# telling that no assessment names a policy (the common "No action." trace); a trace with
+# policies is read again raw, by the dict reader's helpers. The Structs are gc=False:
+# decoded JSON holds no reference cycles, and untracked objects allocate faster.
+
+_Absent = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A key whose presence, with any value, sends the body to the raw-trace decoder."""
+
+
+class _FastReasoningText(msgspec.Struct, gc=False):
+    text: str | None = None
+    signature: str | None = None
+
+
+class _FastReasoning(msgspec.Struct, rename="camel", gc=False):
+    # Both keys count by presence alone, null included.
+    reasoning_text: _FastReasoningText | msgspec.UnsetType | None = msgspec.UNSET
+    redacted_content: str | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _FastTool(msgspec.Struct, rename="camel", gc=False):
+    tool_use_id: str | None = None
+    name: str | None = None
+    input: Raw = NO_RAW
+
+
+class _FastBlock(msgspec.Struct, rename="camel", gc=False):
+    text: str | None = None
+    citations_content: Raw = NO_RAW
+    tool_use: _FastTool | None = None
+    reasoning_content: _FastReasoning | None = None
+
+
+class _FastMessage(msgspec.Struct, gc=False):
+    content: list[_FastBlock] | None = None
+
+
+class _FastOutput(msgspec.Struct, gc=False):
+    message: _FastMessage | None = None
+
+
+class _FastUsage(msgspec.Struct, rename="camel", gc=False):
+    input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
+    cache_read_input_tokens: Count | None = 0
+    cache_write_input_tokens: Count | None = 0
+
+
+class _FastAssessment(msgspec.Struct, rename="camel", gc=False):
+    # Every policy `_guardrail_outcome` reads; an assessment with none of them (only
+    # details and metrics) adds nothing to the verdict.
+    topic_policy: _Absent = 0
+    content_policy: _Absent = 0
+    word_policy: _Absent = 0
+    sensitive_information_policy: _Absent = 0
+    contextual_grounding_policy: _Absent = 0
+    automated_reasoning_policy: _Absent = 0
+
+
+# A part of the trace: guardrail id → assessment (or list of them), or a list of such maps.
+_FastAssessments = dict[str, _FastAssessment | list[_FastAssessment]]
+_FastPart = _FastAssessments | list[_FastAssessments] | None
+
+
+class _FastGuardrail(msgspec.Struct, rename="camel", gc=False):
+    action_reason: str | None = None
+    input_assessment: _FastPart = None
+    output_assessments: _FastPart = None
+    input: _FastPart = None
+    outputs: _FastPart = None
+
+
+class _FastTrace(msgspec.Struct, gc=False):
+    guardrail: _FastGuardrail | None = None
+
+
+class _FastMetadata(msgspec.Struct, rename="pascal", gc=False):
+    request_id: str | None = None
+
+
+class _FastBody(msgspec.Struct, rename="camel", gc=False):
+    output: _FastOutput | None = None
+    stop_reason: str | msgspec.UnsetType | None = msgspec.UNSET
+    usage: _FastUsage | None = None
+    response_metadata: _FastMetadata | None = msgspec.field(default=None, name="ResponseMetadata")
+    # Read only to decline what detection would route elsewhere.
+    object: str | None = None
+    type: str | None = None
+    candidates: Raw = NO_RAW
+    prompt_feedback: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name=GUARDRAIL_ACTION)
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name=INVOCATION_METRICS)
+
+
+class _FastConverse(_FastBody, gc=False):
+    trace: _FastTrace | None = None
+
+
+class _FastTracedConverse(_FastBody, gc=False):
+    trace: Raw = NO_RAW
+
+
+_decode_converse = msgspec.json.Decoder(_FastConverse).decode
+_decode_traced = msgspec.json.Decoder(_FastTracedConverse).decode
+_UNSET = msgspec.UNSET
+# Reading an enum member off its class costs about as much as a function call.
+_ERROR = FinishReason.ERROR
+_CONTENT_FILTER = FinishReason.CONTENT_FILTER
+
+# msgspec encodes a text payload to UTF-8 before reading it: a lone surrogate in it fails
+# there, before any JSON is read (the dict path reads it as U+FFFD).
+_DECLINED = (*FAST_FAILED, UnicodeEncodeError)
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed Converse body read through Structs, or None."""
+    if provider is not None and provider != "bedrock":
+        return None
+    try:
+        body: _FastConverse | _FastTracedConverse
+        try:
+            body = _decode_converse(data)
+        except msgspec.ValidationError:
+            # A trace in which some policy was assessed, or one of a shape the typed trace
+            # does not take (or a body that is no Converse body: then this fails too).
+            body = _decode_traced(data)
+        # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
+        # keys make an InvokeModel body whatever the hint (given "bedrock" too).
+        if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:
+            return None
+        if provider is None:
+            # What detection checks: no hint of a format asked before Bedrock, and
+            # `detect_provider`'s output object beside the stopReason.
+            if body.object in ("chat.completion", "response") or body.type in ("message", "error"):
+                return None
+            if body.candidates or body.prompt_feedback or body.output is None:
+                return None
+        return _fast_response(body, provider or "bedrock")
+    except _DECLINED:
+        return None
+
+
+def _fast_response(body: _FastConverse | _FastTracedConverse, provider: str) -> LLMResponse:
+    texts: list[str] = []
+    thinking: list[str] = []
+    tool_calls: list[ToolCall] = []
+    details: list[Detail] = []
+    message = body.output.message if body.output is not None else None
+    for block in (message.content if message is not None else None) or ():
+        if block.text:
+            texts.append(block.text)
+        if block.citations_content:
+            texts += _cited_texts(raw_value(block.citations_content))
+        tool = block.tool_use
+        if tool is not None:
+            arguments = json_text(raw_value(tool.input)) if tool.input else ""
+            tool_calls.append(ToolCall(tool.tool_use_id or "", tool.name or "", arguments))
+        reasoning = block.reasoning_content
+        if reasoning is not None:
+            given = reasoning.reasoning_text
+            if given is not _UNSET:
+                if given is not None and given.text:
+                    thinking.append(given.text)
+                signature = given.signature if given is not None else None
+                details.append(typed_detail("thinking", "signature", signature))
+            if reasoning.redacted_content is not _UNSET:
+                details.append(
+                    typed_detail("redacted_thinking", "data", reasoning.redacted_content)
+                )
+
+    raw = body.stop_reason if isinstance(body.stop_reason, str) else None
+    finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
+    stop = None
+    trace = body.trace
+    if trace is None:
+        pass
+    elif isinstance(trace, Raw):
+        if trace:
+            guardrail = obj(obj(raw_value(trace)).get("guardrail"))
+            finish, stop = _guardrail_outcome(finish, guardrail)
+    elif finish is _CONTENT_FILTER:
+        # No policy in the trace: only a filter stop's explanation can come from it (an
+        # ordinary stop's "No action." adds nothing).
+        typed = trace.guardrail
+        reason = typed.action_reason if typed is not None else None
+        finish, stop = _guardrail_outcome(finish, {"actionReason": reason})
+    if stop is not None:
+        details.append(stop.to_detail())
+
+    content = "".join(texts) or None
+    reasoning_text = "\n\n".join(thinking) if thinking else None
+    usage = body.usage
+    if usage is None:
+        counts = Usage()
+    else:
+        counts = Usage(
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.cache_read_input_tokens or 0,
+            usage.cache_write_input_tokens or 0,
+        )
+    metadata = body.response_metadata
+    return LLMResponse(
+        content,
+        tool_calls,
+        reasoning_text,
+        details,
+        counts,
+        finish,
+        raw,
+        None,  # Converse does not echo the model id in the body.
+        metadata.request_id if metadata is not None else None,
+        provider,
+        API,
+        finish in INTERRUPTED
+        and bool(content or tool_calls or reasoning_text)
+        and not (stop is not None and stop.altered),
+    )
