@@ -4,16 +4,31 @@ Every layout ends in `normalize` or the stream decoder, so a scan says exactly w
 `refusals inspect` says about the same body. The envelopes around the bodies are read
 here: OpenAI Batch output lines, Anthropic Message Batches results, and `exec --json`
 event logs (one record per run, from `thread.started` to `thread.completed`).
+
+Each line has two readers. The dict path (`Classifier.classify` on `orjson.loads(line)`)
+is the reference. The typed path (`Classifier.read_line`) decodes only the envelope keys
+the dict path reads, into `msgspec.Struct` types, and keeps each body as its raw bytes
+(`msgspec.Raw`), so `normalize` reads the body with its own typed decode instead of
+walking a dict. The typed path answers only for the shapes it knows and only when its
+answer is the dict path's; for anything else (a value of another type, a result type it
+does not know, a body `normalize` refuses, bytes orjson would refuse) it returns None and
+the line takes the dict path, which so writes every bad-record message.
+`tests/scan/test_typed.py` compares the two paths record by record.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
+
+import msgspec
+import orjson
+from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
 from refusals.providers import NormalizeError, normalize
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
+from refusals.scan._summary import Summary, Tally
 
 JsonObject = dict[str, Any]
 
@@ -33,6 +48,8 @@ MAX_EXPLANATION_CHARS = 400
 
 _BLOCKED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 _FINISH_VALUES = frozenset(reason.value for reason in FinishReason)
+# `FinishReason.value` is a property, several times slower than a dict lookup here.
+_FINISH_TEXT = {reason: reason.value for reason in FinishReason}
 
 # Anthropic Message Batches results carry an errored request's error body but not its
 # HTTP status; the error type names it
@@ -91,8 +108,13 @@ def record_from_response(
     line: int,
     layout: str,
     record_id: str | None = None,
+    with_notice: bool = True,
 ) -> ScanRecord:
-    """The scan verdict on one normalized response."""
+    """The scan verdict on one normalized response.
+
+    `with_notice=False` leaves `notice` unset, for a record that is only counted (the
+    notice is the costliest part of a refused record, and no count reads it).
+    """
     finish = response.finish_reason
     usage = response.usage
     tokens_in = usage.input_tokens if usage is not None else 0
@@ -106,7 +128,7 @@ def record_from_response(
             layout,
             response.provider,
             response.model,
-            finish.value,
+            _FINISH_TEXT[finish],
             response.raw_finish_reason,
             None,
             None,
@@ -141,13 +163,13 @@ def record_from_response(
         layout,
         response.provider,
         response.model,
-        finish.value,
+        _FINISH_TEXT[finish],
         response.raw_finish_reason,
         category,
         explanation,
-        notice(response),
+        notice(response) if with_notice else None,
         stage,
-        response.served_by_fallback,
+        _served_by_fallback(response),
         recommended,
         tokens_in,
         tokens_out,
@@ -167,6 +189,22 @@ def _served_by_fallback(response: LLMResponse) -> bool:
         if not isinstance(detail, str) or "fallback" in detail or "\\u" in detail:
             return response.served_by_fallback
     return False
+
+
+def count_response(response: LLMResponse, summary: Summary, tally: Tally) -> None:
+    """Count one normalized response, as `summary.add(record_from_response(...))` would.
+
+    For a scan that keeps no records. Most responses are neither refused nor filtered,
+    and those are counted in `tally` (add it to `summary` at the end); the others need
+    their category, stage, tokens and explanation, and are added to `summary`.
+    """
+    finish = response.finish_reason
+    if finish in _BLOCKED:
+        summary.add(record_from_response(response, source="", line=0, layout="", with_notice=False))
+    else:
+        tally.add(
+            response.provider, response.model, _FINISH_TEXT[finish], _served_by_fallback(response)
+        )
 
 
 def _normalize(body: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:
@@ -221,13 +259,176 @@ def anthropic_batch_response(obj: JsonObject) -> tuple[LLMResponse, str | None]:
         return _normalize(result["message"], provider="anthropic"), custom_id
     if kind == "errored" and isinstance(result, dict) and isinstance(result.get("error"), dict):
         error = result["error"]
-        inner = error.get("error")
-        error_type = inner.get("type") if isinstance(inner, dict) else error.get("type")
-        status = _ANTHROPIC_ERROR_STATUS.get(error_type) if isinstance(error_type, str) else None
-        return _normalize(error, provider="anthropic", status=status or 500), custom_id
+        status = _anthropic_error_status(error)
+        return _normalize(error, provider="anthropic", status=status), custom_id
     if kind in ("canceled", "expired"):
         return _status_only("anthropic", kind), custom_id
     raise BadRecord(f"an Anthropic batch result of unknown type {kind!r}")
+
+
+def _anthropic_error_status(error: JsonObject) -> int:
+    """The HTTP status an Anthropic batch error body stands for (500 when it names none)."""
+    inner = error.get("error")
+    error_type = inner.get("type") if isinstance(inner, dict) else error.get("type")
+    status = _ANTHROPIC_ERROR_STATUS.get(error_type) if isinstance(error_type, str) else None
+    return status or 500
+
+
+# The typed path: the keys of each envelope that the dict path reads, and nothing else.
+# A raw value keeps its JSON text (`null` included); an absent one is empty.
+_ABSENT = Raw()
+
+
+class _Response(msgspec.Struct):
+    """`response` of an OpenAI Batch output line."""
+
+    status_code: int | None = None
+    request_id: str | None = None
+    body: Raw = _ABSENT
+
+
+class _OpenAIError(msgspec.Struct):
+    """`error` of an OpenAI Batch output line for a request that got no response."""
+
+    code: str | None = None
+
+
+class _Result(msgspec.Struct):
+    """`result` of an Anthropic Message Batches result line."""
+
+    type: str | None = None
+    message: Raw = _ABSENT
+    error: Raw = _ABSENT
+
+
+class _Envelope(msgspec.Struct):
+    """The keys of a log line that decide its layout and lead to its body.
+
+    An unset key was absent (the dict path tells absent from null). `response` may be a
+    string because Ollama's generate bodies carry their text under that key.
+    """
+
+    custom_id: str | UnsetType | None = UNSET
+    response: _Response | str | UnsetType | None = UNSET
+    error: Raw | UnsetType = UNSET
+    result: _Result | UnsetType = UNSET
+    type: str | UnsetType = UNSET
+
+
+_decode_envelope = msgspec.json.Decoder(_Envelope).decode
+_decode_openai_error = msgspec.json.Decoder(_OpenAIError).decode
+_decode_text = msgspec.json.Decoder(str).decode
+
+_TYPED_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+"""What msgspec raises on a line the typed path does not read."""
+
+_U64_LIMIT: Final = 2**64
+"""orjson reads integers from here on as floats, and a float status is not a status."""
+
+ORJSON_MAX_DEPTH: Final = 1024
+"""orjson refuses JSON nested deeper than this."""
+_SHORT_LINE: Final = 2 * ORJSON_MAX_DEPTH
+"""Each level of nesting takes two bytes, so a line this short cannot be too deep."""
+_DEPTH_MARGIN: Final = 8
+"""Frames a caller of `read_line` may be above the classifier's maker (see below)."""
+
+
+def deep_nesting_refused() -> bool:
+    """Whether msgspec, called from here, refuses nesting deeper than orjson allows.
+
+    msgspec's limit follows the interpreter's recursion limit (CPython 3.11) or a fixed
+    C limit (3.12 on), so it may be above orjson's. Asked before a file's lines are read:
+    a decode called from deeper in the stack has less room left, never more.
+    """
+    # One level deeper than orjson allows, less a margin for callers a few frames up.
+    depth = ORJSON_MAX_DEPTH - _DEPTH_MARGIN
+    try:
+        _decode_envelope(b'{"error":' + b"[" * depth + b"]" * depth + b"}")
+    except _TYPED_ERRORS:
+        return True
+    return False
+
+
+def _plausible(line: bytes, deep_refused: bool) -> bool:
+    """False when the bytes msgspec skips (unread keys, raw bodies) could make orjson
+    refuse the line: bytes that are not UTF-8, or nesting deeper than orjson allows.
+
+    One such case is not looked for, as no cheap test finds it: a number beyond a
+    double's range (`1e400`, or 310 digits) in skipped bytes. orjson refuses the line,
+    so the dict path reports it as not JSON; the typed path reads its record (normalize
+    reads such a body leniently).
+    """
+    if not line.isascii():
+        try:
+            line.decode()
+        except UnicodeDecodeError:
+            return False
+    if deep_refused or len(line) <= _SHORT_LINE:
+        return True
+    return line.count(b"[") + line.count(b"{") <= ORJSON_MAX_DEPTH
+
+
+def _payload(raw: Raw) -> bytes | str | None:
+    """A body as the dict path hands it to `normalize` (an object as its bytes, a string
+    as its text); None for any other value or none."""
+    data = bytes(raw)
+    if data[:1] == b"{":
+        return data
+    if data[:1] == b'"':
+        return _decode_text(data)
+    return None
+
+
+def _openai_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None] | None:
+    """`openai_batch_response` on the typed envelope; None to take the dict path."""
+    custom_id = envelope.custom_id if type(envelope.custom_id) is str else None
+    wrapped = envelope.response
+    if type(wrapped) is _Response:
+        body = _payload(wrapped.body)
+        if body is not None:
+            status = wrapped.status_code
+            if status is not None and 400 <= status < _U64_LIMIT:
+                response = normalize(body, provider="openai", status=status)
+            else:
+                try:
+                    response = normalize(body)
+                except NormalizeError:
+                    response = normalize(body, provider="openai")
+            if response.request_id is None:
+                response.request_id = wrapped.request_id
+            return response, custom_id
+    error = envelope.error
+    if type(error) is Raw and bytes(error)[:1] == b"{":
+        code = _decode_openai_error(error).code
+        return _status_only("openai", code or "error"), custom_id
+    return None
+
+
+def _anthropic_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None] | None:
+    """`anthropic_batch_response` on the typed envelope; None to take the dict path."""
+    result = envelope.result
+    if type(result) is not _Result:
+        return None
+    custom_id = envelope.custom_id if type(envelope.custom_id) is str else None
+    kind = result.type
+    if kind == "succeeded":
+        message = _payload(result.message)
+        if type(message) is not bytes:
+            return None
+        return normalize(message, provider="anthropic"), custom_id
+    if kind == "errored":
+        error = _payload(result.error)
+        if type(error) is not bytes:
+            return None
+        # Rare, and normalize reads an error body the dict way whatever it is given:
+        # decode it here once, to find the status its type stands for.
+        body = orjson.loads(error)
+        return normalize(body, provider="anthropic", status=_anthropic_error_status(body)), (
+            custom_id
+        )
+    if kind in ("canceled", "expired"):
+        return _status_only("anthropic", kind), custom_id
+    return None
 
 
 class ExecRun:
@@ -316,23 +517,74 @@ def _split_model(value: str | None) -> tuple[str | None, str | None]:
 
 
 class Classifier:
-    """Classifies the decoded lines of one file (or one part of it), in order.
+    """Classifies the lines of one file (or one part of it), in order.
 
     `layout` is the file's layout (`jsonl`, `openai-batch`, `anthropic-batch`,
     `exec-events`, `json`); with `forced` every line must be of that layout, else each
-    line is recognised by its shape, so mixed files work.
+    line is recognised by its shape, so mixed files work. `typed=False` turns the typed
+    path off (`read_line` always answers None), leaving the dict path alone.
     """
 
-    __slots__ = ("_run", "forced", "layout", "source")
+    __slots__ = ("_deep_refused", "_run", "forced", "layout", "source", "typed")
 
-    def __init__(self, source: str, layout: str, *, forced: bool = False) -> None:
+    def __init__(
+        self, source: str, layout: str, *, forced: bool = False, typed: bool = True
+    ) -> None:
         self.source = source
         self.layout = layout
         self.forced = forced
+        # Exec runs span lines, so their events always take the dict path.
+        self.typed = typed and layout != "exec-events"
         self._run: ExecRun | None = None
+        self._deep_refused = deep_nesting_refused()
+
+    def read_line(self, line: bytes) -> tuple[LLMResponse, str | None, str] | None:
+        """The typed path: the response in a raw line, its custom id and its layout, or
+        None when the line must take the dict path (`classify(orjson.loads(line), n)`).
+
+        Call it from the frame that made the classifier or a deeper one (see
+        `deep_nesting_refused`).
+        """
+        if not self.typed:
+            return None
+        # Most lines are ASCII and short: nothing in them can trouble orjson unseen.
+        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
+            line, self._deep_refused
+        ):
+            return None
+        try:
+            envelope = _decode_envelope(line)
+            layout = self.layout
+            if not self.forced:
+                # `Classifier._shape`, on the typed envelope.
+                if envelope.custom_id is not UNSET and envelope.result is not UNSET:
+                    layout = "anthropic-batch"
+                elif envelope.custom_id is not UNSET and (
+                    envelope.response is not UNSET or envelope.error is not UNSET
+                ):
+                    layout = "openai-batch"
+                elif type(kind := envelope.type) is str and (
+                    kind in _EXEC_TYPES or kind == "refusal" or kind.startswith("item.")
+                ):
+                    return None  # exec events are stateful: the dict path reads them
+                else:
+                    layout = "json" if layout == "json" else "jsonl"
+            # (A file of exec events is read the dict way throughout: see `__init__`.)
+            if layout == "openai-batch":
+                read = _openai_batch_typed(envelope)
+            elif layout == "anthropic-batch":
+                read = _anthropic_batch_typed(envelope)
+            else:
+                read = normalize(line), None
+        except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
+            return None
+        if read is None:
+            return None
+        return read[0], read[1], layout
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:
-        """The record a decoded line completes (None for an event inside a run)."""
+        """The dict path: the record a decoded line completes (None for an event inside
+        a run)."""
         if type(obj) is not dict:
             raise BadRecord(f"expected a JSON object, got {type(obj).__name__}")
         layout = self.layout if self.forced else self._shape(obj)

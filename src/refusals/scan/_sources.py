@@ -16,9 +16,9 @@ from typing import IO, Any
 
 import orjson
 
-from refusals.scan._classify import BadRecord, Classifier, record_from_response
+from refusals.scan._classify import BadRecord, Classifier, count_response, record_from_response
 from refusals.scan._record import ScanRecord
-from refusals.scan._summary import Problem, Summary
+from refusals.scan._summary import Problem, Summary, Tally
 from refusals.transport.streams import StreamDecoder, sniff_framing
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -228,11 +228,14 @@ def _lines(stream: IO[bytes], task: Task) -> Iterator[bytes]:
         yield line
 
 
-def run_task(task: Task, sink: Sink | None = None, line_base: int = 0) -> TaskResult:
+def run_task(
+    task: Task, sink: Sink | None = None, line_base: int = 0, *, typed: bool = True
+) -> TaskResult:
     """Scan one task: count its records, and hand each to `sink` when given.
 
     Lines are numbered from `line_base + 1`. A bad record or an unreadable part of the
-    file is counted as a problem; the scan goes on.
+    file is counted as a problem; the scan goes on. `typed=False` reads every line the
+    dict way (the reference the typed path is tested against; see `_classify`).
     """
     summary = Summary()
     if task.layout == "stream":
@@ -244,15 +247,19 @@ def run_task(task: Task, sink: Sink | None = None, line_base: int = 0) -> TaskRe
         return TaskResult(task, summary, 1)
     if task.layout == "json":
         return TaskResult(task, summary, _scan_document(task, summary, sink))
-    return TaskResult(task, summary, _scan_lines(task, summary, sink, line_base))
+    return TaskResult(task, summary, _scan_lines(task, summary, sink, line_base, typed))
 
 
-def _scan_lines(task: Task, summary: Summary, sink: Sink | None, line_base: int) -> int:
+def _scan_lines(
+    task: Task, summary: Summary, sink: Sink | None, line_base: int, typed: bool
+) -> int:
     source = task.path
-    classifier = Classifier(source, task.layout, forced=task.forced)
+    classifier = Classifier(source, task.layout, forced=task.forced, typed=typed)
+    read = classifier.read_line
     classify = classifier.classify
     loads = orjson.loads
     add = summary.add
+    tally = Tally()
     number = line_base
     try:
         stream, _ = open_stream(source)
@@ -260,10 +267,22 @@ def _scan_lines(task: Task, summary: Summary, sink: Sink | None, line_base: int)
         summary.add_problem(Problem(source, 0, str(exc)))
         return 0
     try:
-        for line in _lines(stream, task):
+        # A whole file is read by the stream's own line iterator, with no generator
+        # frame between (one resume fewer per line).
+        lines = stream if task.end is None else _lines(stream, task)
+        for line in lines:
             number += 1
             try:
-                record = classify(loads(line), number)
+                found = read(line)
+                if found is None:
+                    record = classify(loads(line), number)
+                elif sink is None:
+                    count_response(found[0], summary, tally)
+                    continue
+                else:
+                    record = record_from_response(
+                        found[0], source=source, line=number, layout=found[2], record_id=found[1]
+                    )
             except orjson.JSONDecodeError as exc:
                 if not line.strip():
                     continue
@@ -282,6 +301,7 @@ def _scan_lines(task: Task, summary: Summary, sink: Sink | None, line_base: int)
         summary.add_problem(Problem(source, 0, _read_error(exc) + where))
     finally:
         stream.close()
+    tally.add_to(summary)
     record = classifier.finish()
     if record is not None:
         add(record)

@@ -1,0 +1,408 @@
+"""The typed path (msgspec envelopes, bodies to normalize as bytes) gives exactly the dict
+path's records and summary: on the generated corpus, on odd records, on generated
+envelopes of any JSON values and on damaged lines, in every layout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
+from refusals.scan.corpus import FIXTURES, Truth, write_bench_file
+
+Rows = list[tuple[Any, ...]]
+
+FORCED = ("jsonl", "openai-batch", "anthropic-batch", "exec-events")
+
+
+def _scan(
+    path: Path | str, *, typed: bool, layout: str = "auto", keep: bool = True
+) -> tuple[dict[str, Any], Rows]:
+    """The summary (as JSON) and the record rows of one file, read one way."""
+    summary = Summary()
+    records: list[Any] = []
+    for item in plan([str(path)], layout):
+        assert isinstance(item, Task)
+        result = run_task(item, records.append if keep else None, typed=typed)
+        summary.merge(result.summary)
+    return summary.to_json(), [record.row() for record in records]
+
+
+def _assert_same(path: Path | str, layout: str = "auto") -> tuple[dict[str, Any], Rows]:
+    typed = _scan(path, typed=True, layout=layout)
+    reference = _scan(path, typed=False, layout=layout)
+    assert typed[0] == reference[0]
+    assert typed[1] == reference[1]
+    # A scan that keeps no records counts them the short way: the same summary.
+    assert _scan(path, typed=True, layout=layout, keep=False)[0] == reference[0]
+    return reference
+
+
+def _body(fixture: str) -> Any:
+    return orjson.loads((FIXTURES / fixture).read_bytes())
+
+
+CHAT_REFUSAL = _body("openai-chat/refusal.json")
+CHAT_STOP = _body("openai-chat/written/stream-stop.json")
+RESPONSES_REFUSAL = _body("openai-responses/written/refusal.json")
+ANTHROPIC_REFUSAL = _body("anthropic/vercel-refusal-cyber.json")
+ANTHROPIC_STOP = _body("anthropic/stop-sequence.json")
+GEMINI_BLOCKED = _body("gemini/finish-safety-blocked.json")
+CHAT_ERROR = _body("openai-chat/written/error-content-policy-violation.json")
+ANTHROPIC_ERROR = _body("anthropic/written/error-400-output-blocked.json")
+
+
+def _openai(response: Any = None, **keys: Any) -> dict[str, Any]:
+    return {"id": "b", "custom_id": "req-1", "response": response, "error": None, **keys}
+
+
+def _wrapped(body: Any, status: Any = 200, **keys: Any) -> dict[str, Any]:
+    return {"status_code": status, "request_id": "req_9", "body": body, **keys}
+
+
+def _anthropic(result: Any) -> dict[str, Any]:
+    return {"custom_id": "req-2", "result": result}
+
+
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    400,
+    2**63 - 1,
+    2**63,
+    2**64 - 1,
+    2**64,
+    2**70,
+    -(2**63),
+    -(2**63) - 1,
+    400.0,
+    1e300,
+    "",
+    "text",
+    "\ud800",
+    "caf\u00e9",
+    [],
+    [1, "a"],
+    {},
+    {"type": "error"},
+]
+"""Values of every JSON type and edge, put in each slot an envelope reads."""
+
+
+def _odd_records() -> list[Any]:
+    """Envelopes and bodies of odd types and values, as decoded JSON."""
+    records: list[Any] = [
+        _openai(_wrapped(CHAT_REFUSAL)),
+        _openai(_wrapped(RESPONSES_REFUSAL, request_id=None)),
+        _openai(_wrapped(CHAT_ERROR, 400)),
+        _openai(_wrapped(CHAT_ERROR, 2**64 + 400)),
+        _openai(_wrapped(json.dumps(CHAT_REFUSAL))),
+        _openai(_wrapped(json.dumps(CHAT_ERROR), 400)),
+        _openai(_wrapped("not json at all", 500)),
+        _openai(_wrapped({})),
+        _openai(_wrapped({"unknown": 1})),
+        _openai(None, error={"code": "batch_expired", "message": "m"}),
+        _openai(None, error={"code": None}),
+        _openai(None, error={}),
+        {"custom_id": "x", "error": {"code": "x"}},
+        # Without a custom id the record's id is the response's, else the envelope's.
+        _openai(_wrapped(CHAT_ERROR, 400), custom_id=None),
+        _openai(_wrapped({**CHAT_STOP, "id": None}), custom_id=None),
+        _openai(_wrapped({**CHAT_STOP, "id": None}, request_id=None), custom_id=None),
+        {"custom_id": "x"},
+        _anthropic({"type": "succeeded", "message": ANTHROPIC_REFUSAL}),
+        _anthropic({"type": "succeeded", "message": ANTHROPIC_STOP, "error": None}),
+        _anthropic({"type": "errored", "error": ANTHROPIC_ERROR}),
+        _anthropic({"type": "errored", "error": {"type": "error", "error": {"type": 5}}}),
+        _anthropic({"type": "errored", "error": {"error": "overloaded_error"}}),
+        _anthropic({"type": "canceled"}),
+        _anthropic({"type": "expired", "message": None}),
+        _anthropic({"type": "mystery"}),
+        _anthropic({"type": "succeeded"}),
+        _anthropic({"type": "succeeded", "message": json.dumps(ANTHROPIC_STOP)}),
+        _anthropic({"type": "errored", "error": "overloaded"}),
+        CHAT_REFUSAL,
+        ANTHROPIC_REFUSAL,
+        GEMINI_BLOCKED,
+        CHAT_ERROR,
+        {"model": "llama3", "response": "Hello", "done": True, "done_reason": "stop"},
+        {"model": "llama3", "message": {"role": "assistant", "content": "Hi"}, "done": True},
+        {**ANTHROPIC_STOP, "type": 7},
+        {**ANTHROPIC_STOP, "custom_id": "in-a-body"},
+        {"type": "thread.started", "thread_id": "t1", "model": "anthropic:claude"},
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i1", "type": "agent_message"}},
+        {"type": "thread.completed", "outcome_code": "success", "stop_reason": "stop"},
+        {"type": "refusal", "kind": "refusal"},
+        {"nothing": "known"},
+    ]
+    # Big integers where the bodies keep their counts (orjson reads 2**64 on as floats).
+    for big in (2**63, 2**64 - 1, 2**64, 2**64 + 1, -(2**63) - 1):
+        usage = {"prompt_tokens": big, "completion_tokens": big, "total_tokens": big}
+        records.append(_openai(_wrapped({**CHAT_REFUSAL, "usage": usage, "created": big})))
+        records.append(
+            _anthropic(
+                {
+                    "type": "succeeded",
+                    "message": {**ANTHROPIC_STOP, "usage": {"input_tokens": big}},
+                }
+            )
+        )
+        records.append({**GEMINI_BLOCKED, "usageMetadata": {"promptTokenCount": big}})
+    for value in ODD_VALUES:
+        records += [
+            _openai(value),
+            _openai(_wrapped(CHAT_STOP, value)),
+            _openai(_wrapped(CHAT_STOP, request_id=value)),
+            _openai(_wrapped(value)),
+            _openai(None, error=value),
+            _openai(_wrapped(CHAT_STOP), custom_id=value),
+            _openai(None, error={"code": value}),
+            _anthropic(value),
+            _anthropic({"type": value, "message": ANTHROPIC_STOP}),
+            _anthropic({"type": "succeeded", "message": value}),
+            _anthropic({"type": "errored", "error": value}),
+            {"custom_id": "z", "result": {"type": "canceled"}, "response": value},
+            {**ANTHROPIC_STOP, "type": value},
+            {**CHAT_STOP, "error": value},
+            value,
+        ]
+    return records
+
+
+ODD_LINES: list[bytes] = [
+    b"",
+    b"   ",
+    b"not JSON",
+    b"[1, 2, 3]",
+    b"42",
+    b'"a string"',
+    b"null",
+    b'{"truncated": ',
+    b'{"custom_id": "x", "response": {"status_code": 200, "body": {"id": "a"',
+    b"\xef\xbb\xbf" + orjson.dumps(CHAT_REFUSAL),
+    orjson.dumps(CHAT_REFUSAL) + b"\r",
+    orjson.dumps(CHAT_REFUSAL) + b"   \t",
+    b"  " + orjson.dumps(_openai(_wrapped(CHAT_REFUSAL))),
+    orjson.dumps(CHAT_REFUSAL) + b" trailing",
+    # Lone surrogates, escaped, in a key orjson reads and in bytes msgspec skips.
+    b'{"custom_id": "\\ud800", "result": {"type": "canceled"}}',
+    b'{"custom_id": "a", "x": "\\udc00", "result": {"type": "canceled"}}',
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b'"req_9"', b'"\\ud83d"'),
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b'"stop"', b'"\\udfff"'),
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b'"stop"', b'"\\ud83d\\ude00"'),
+    # Bytes that are not UTF-8, where msgspec would skip them and where it reads them.
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b'"b"', b'"\xff"'),
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b'"req-1"', b'"\xc0\x80"'),
+    orjson.dumps(_anthropic({"type": "succeeded", "message": ANTHROPIC_STOP})).replace(
+        b"Paris", b"Par\xed\xa0\x80s"
+    ),
+    orjson.dumps(CHAT_STOP).replace(b"chatcmpl", b"chat\xf4\x90\x80\x80"),
+    # Valid UTF-8 beyond ASCII.
+    orjson.dumps(_openai(_wrapped({**CHAT_REFUSAL, "id": "caf\u00e9 \U0001f600"}))),
+    # Escaped key names and duplicate keys (orjson keeps the last).
+    b'{"custom\\u005fid": "e", "result": {"type": "expired"}}',
+    b'{"custom_id": "a", "custom_id": 5, "result": {"type": "canceled"}}',
+    b'{"custom_id": 5, "custom_id": "a", "result": {"type": "canceled"}}',
+    b'{"custom_id": "a", "result": 5, "result": {"type": "canceled"}}',
+    b'{"custom_id": "a", "result": {"type": "canceled"}, "result": {"type": "mystery"}}',
+    b'{"Custom_id": "a", "result": {"type": "canceled"}}',
+    # Nesting around orjson's limit (1024) and msgspec's.
+    b'{"custom_id": "d", "result": {"type": "canceled"}, "x": ' + b"[" * 990 + b"]" * 990 + b"}",
+    b'{"custom_id": "d", "result": {"type": "canceled"}, "x": ' + b"[" * 1023 + b"]" * 1023 + b"}",
+    b'{"custom_id": "d", "result": {"type": "canceled"}, "x": ' + b"[" * 1030 + b"]" * 1030 + b"}",
+    # Numbers orjson refuses in bytes msgspec reads (NaN, leading zeros).
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b"200", b"NaN"),
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))).replace(b"200", b"0200"),
+]
+"""Lines as bytes: not JSON, damaged, or odd in ways only raw bytes can be."""
+
+
+def _dump(value: Any, ascii_only: bool) -> bytes:
+    # json, not orjson: integers past 64 bits and lone surrogates must reach the line.
+    return json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+
+
+def _write(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def test_the_typed_path_gives_the_dict_paths_records_on_the_corpus(
+    corpus: tuple[Path, Truth],
+) -> None:
+    root, truth = corpus
+    records = 0
+    for path in expand_paths([str(root)]):
+        records += len(_assert_same(path)[1])
+    assert records == truth.records
+
+
+def test_the_typed_path_reads_the_common_lines_itself(corpus: tuple[Path, Truth]) -> None:
+    # Otherwise the comparisons above would only compare the dict path with itself.
+    root, _ = corpus
+    plain = root / "batches" / "openai-batch-output.jsonl"
+    classifier = Classifier(str(plain), "openai-batch")
+    lines = plain.read_bytes().splitlines()
+    read = [line for line in lines if classifier.read_line(line) is not None]
+    assert len(read) == len(lines) - 2  # all but the two bad lines
+
+
+def test_the_typed_path_gives_the_dict_paths_records_on_a_bench_file(tmp_path: Path) -> None:
+    path = tmp_path / "bench.jsonl"
+    truth = write_bench_file(path, 300_000, seed=3)
+    summary, rows = _assert_same(path)
+    assert summary["records"] == len(rows) == truth.records
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_odd_records_get_the_same_verdict_or_problem_in_every_layout(
+    tmp_path: Path, ascii_only: bool
+) -> None:
+    lines = [_dump(record, ascii_only) for record in _odd_records()] + ODD_LINES
+    path = _write(tmp_path / "odd.jsonl", lines)
+    summary, rows = _assert_same(path)
+    assert summary["bad_records"] > 30
+    assert len(rows) > 100
+    for layout in FORCED:
+        _assert_same(path, layout)
+
+
+def _nested(depth: int, opener: bytes, closer: bytes) -> bytes:
+    return opener * depth + b"1" + closer * depth
+
+
+DEEP_LINES = [
+    b'{"custom_id": "d", "result": {"type": "canceled"}, "x": ' + _nested(d, b"[", b"]") + b"}"
+    for d in (1022, 1023, 1024, 1100)
+] + [b'{"x": ' + _nested(d, b'{"a": ', b"}") + b', "type": "message"}' for d in (1023, 1024)]
+
+
+def test_nesting_past_orjsons_limit_is_refused_even_where_msgspec_would_allow_it(
+    tmp_path: Path,
+) -> None:
+    # msgspec's depth limit follows the recursion limit here, so raise it past orjson's.
+    path = _write(tmp_path / "deep.jsonl", DEEP_LINES)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        summary, _ = _assert_same(path)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (summary["records"], summary["bad_records"]) == (2, 4)
+
+
+def test_a_batch_file_with_odd_lines_among_good_ones_is_read_the_same(tmp_path: Path) -> None:
+    # Sniffed as openai-batch from its first line; every other shape is mixed in.
+    first = orjson.dumps(_openai(_wrapped(CHAT_REFUSAL)))
+    lines = [first] + [_dump(record, False) for record in _odd_records()] + ODD_LINES
+    _assert_same(_write(tmp_path / "batch.jsonl", lines))
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+bodies = st.sampled_from(
+    [CHAT_REFUSAL, CHAT_STOP, RESPONSES_REFUSAL, ANTHROPIC_STOP, GEMINI_BLOCKED, CHAT_ERROR]
+)
+slot_values = json_values | bodies | bodies.map(json.dumps)
+
+
+@st.composite
+def envelopes(draw: st.DrawFn) -> Any:
+    """An envelope of some layout with any JSON values in the slots the paths read."""
+    kind = draw(st.sampled_from(["openai", "anthropic", "plain"]))
+    if kind == "openai":
+        wrapped = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "status_code": st.sampled_from([200, 400, 429, 500, 2**64]) | json_values,
+                    "request_id": st.just("req") | json_values,
+                    "body": slot_values,
+                },
+            )
+            | json_values
+        )
+        keys = {"custom_id": st.just("c") | json_values, "error": json_values}
+        envelope = draw(st.fixed_dictionaries({"response": st.just(wrapped)}, optional=keys))
+    elif kind == "anthropic":
+        result = draw(
+            st.fixed_dictionaries(
+                {
+                    "type": st.sampled_from(["succeeded", "errored", "canceled", "expired", "x"])
+                    | json_values
+                },
+                optional={"message": slot_values, "error": slot_values},
+            )
+            | json_values
+        )
+        envelope = {"custom_id": draw(st.just("c") | json_values), "result": result}
+    else:
+        envelope = dict(draw(bodies))
+        envelope.update(draw(st.dictionaries(st.sampled_from(["type", "error", "x"]), json_values)))
+    extra = draw(st.dictionaries(st.sampled_from(["id", "zz", "type"]), json_values, max_size=2))
+    return {**extra, **envelope}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(envelopes(), min_size=1, max_size=6), st.booleans())
+def test_generated_envelopes_get_the_same_verdicts(
+    tmp_path_factory: pytest.TempPathFactory, records: list[Any], ascii_only: bool
+) -> None:
+    path = _write(
+        tmp_path_factory.mktemp("envelopes") / "lines.jsonl",
+        [_dump(record, ascii_only) for record in records],
+    )
+    _assert_same(path)
+    _assert_same(path, "openai-batch")
+
+
+_SEED_LINES = [
+    orjson.dumps(_openai(_wrapped(CHAT_REFUSAL))),
+    orjson.dumps(_anthropic({"type": "succeeded", "message": ANTHROPIC_REFUSAL})),
+    orjson.dumps(GEMINI_BLOCKED),
+]
+
+
+@st.composite
+def damaged_lines(draw: st.DrawFn) -> bytes:
+    """A real line with a few bytes replaced, inserted or removed."""
+    line = bytearray(draw(st.sampled_from(_SEED_LINES)))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(line) - 1))
+        edit = draw(st.sampled_from(["replace", "insert", "delete"]))
+        byte = draw(st.sampled_from(b'"\\{}[]:,0e-9 \xff\xc3\xed\x00\n'))
+        if edit == "replace":
+            line[at] = byte
+        elif edit == "insert":
+            line.insert(at, byte)
+        else:
+            del line[at]
+    return bytes(line).replace(b"\n", b" ")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(damaged_lines(), min_size=1, max_size=5))
+def test_damaged_lines_get_the_same_verdict_or_problem(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
+) -> None:
+    path = _write(tmp_path_factory.mktemp("damaged") / "lines.jsonl", lines)
+    _assert_same(path)
