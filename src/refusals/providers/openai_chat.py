@@ -1418,13 +1418,16 @@ def _detail_text(detail: Detail) -> str:
 
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 #
-# The common body (one choice, text or tool calls, usage) is read through Structs; the
-# parts that are rare or come in many shapes (Azure filter results, moderation, an error
-# in the body, legacy function calls, content parts, reasoning details) are kept as Raw and
-# read by the dict reader's own helpers. What it cannot mirror cheaply (a choice with a
+# The common body (one choice, text or tool calls, usage, Azure filter results that flag
+# nothing, OpenAI moderation) is read through Structs; the parts that are rare or come in
+# many shapes (an error in the body, legacy function calls, content parts, reasoning
+# details) are kept as Raw and read by the dict reader's own helpers. Azure filter results
+# that flag or annotate something are read by the dict reader whole (`parse_response` of
+# the orjson body: the detection is done). What it cannot mirror cheaply (a choice with a
 # `delta`, a custom tool call), it leaves to the dict path.
 #
 # gc=False: decoded Structs hold no cycles, and untracked ones are quicker to allocate.
+# Fields come in the order OpenAI writes them, which msgspec matches keys against first.
 
 
 class _FastFunction(msgspec.Struct, gc=False):
@@ -1440,22 +1443,62 @@ class _FastToolCall(msgspec.Struct, gc=False):
 
 class _FastMessage(msgspec.Struct, gc=False):
     content: str | list[Raw] | None = None
+    tool_calls: list[_FastToolCall] | None = None
     refusal: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     reasoning_details: Raw = NO_RAW
-    tool_calls: list[_FastToolCall] | None = None
     function_call: Raw = NO_RAW
+
+
+class _FastFilter(msgspec.Struct, gc=False):
+    """One category of Azure filter results, as `azure_filtered_categories` reads it."""
+
+    filtered: bool | str | None = None
+    severity: str | bool | None = None
+    detected: bool | str | None = None
+
+
+# `content_filter_results`: a category's value read as an object, or (a list, null) as
+# nothing. `error` and `custom_blocklists` decode too, but send the body to the dict reader.
+_FastFilters = dict[str, _FastFilter | list[Raw] | None]
+
+
+class _FastPromptFilter(msgspec.Struct, gc=False):
+    prompt_index: Raw = NO_RAW  # read only into details: by then the dict reader reads
+    content_filter_results: _FastFilters | None = None
+
+
+class _FastModerationResult(msgspec.Struct, gc=False):
+    flagged: bool | None = None
+    categories: dict[str, bool | None] | None = None
+    blocked: bool | None = None
+    action: str | None = None
+    model: str | None = None
+
+
+class _FastModerationOutcome(_FastModerationResult, gc=False):
+    """`moderation.input` or `.output`: a list of results, an error, or itself a result."""
+
+    type: str | None = None
+    code: Raw = NO_RAW
+    message: Raw = NO_RAW
+    results: list[_FastModerationResult] | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class _FastModeration(msgspec.Struct, gc=False):
+    input: _FastModerationOutcome | None = None
+    output: _FastModerationOutcome | None = None
 
 
 class _FastChoice(msgspec.Struct, gc=False):
     index: Int | None = 0
     message: _FastMessage | None = None
-    delta: Raw = NO_RAW
     finish_reason: str | None = None
     # Present at all (null included) makes the body OpenRouter's.
     native_finish_reason: str | msgspec.UnsetType | None = msgspec.UNSET
-    content_filter_results: Raw = NO_RAW
+    content_filter_results: _FastFilters | msgspec.UnsetType | None = msgspec.UNSET
+    delta: Raw = NO_RAW
 
 
 class _FastPromptDetails(msgspec.Struct, gc=False):
@@ -1466,23 +1509,23 @@ class _FastPromptDetails(msgspec.Struct, gc=False):
 class _FastUsage(msgspec.Struct, gc=False):
     prompt_tokens: Count | None = 0
     completion_tokens: Count | None = 0
-    prompt_cache_hit_tokens: Count | None = 0
     prompt_tokens_details: _FastPromptDetails | None = None
+    prompt_cache_hit_tokens: Count | None = 0
 
 
 class _FastCompletion(msgspec.Struct, gc=False):
-    object: str | None = None
     id: str | None = None
+    object: str | None = None
     model: str | None = None
     choices: list[_FastChoice] | None = None
     usage: _FastUsage | None = None
-    moderation: Raw = NO_RAW
-    error: Raw = NO_RAW
-    prompt_filter_results: Raw = NO_RAW
-    prompt_annotations: Raw = NO_RAW
-    provider: str | None = None
-    x_groq: Raw = NO_RAW
     system_fingerprint: str | None = None
+    moderation: _FastModeration | None = None
+    prompt_filter_results: list[_FastPromptFilter] | msgspec.UnsetType | None = msgspec.UNSET
+    prompt_annotations: list[_FastPromptFilter] | msgspec.UnsetType | None = msgspec.UNSET
+    provider: str | None = None
+    error: Raw = NO_RAW
+    x_groq: Raw = NO_RAW
     guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
     invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
 
@@ -1490,6 +1533,17 @@ class _FastCompletion(msgspec.Struct, gc=False):
 _decode_completion = msgspec.json.Decoder(_FastCompletion).decode
 _NO_CHOICE = _FastChoice()
 _NO_MESSAGE = _FastMessage()
+
+# Enum members and msgspec.UNSET as plain globals: reading a member off its class costs
+# about 80 ns a time (EnumType.__getattr__), which the hot path pays several times.
+_UNSET = msgspec.UNSET
+_ERROR = FinishReason.ERROR
+_REFUSAL = FinishReason.REFUSAL
+_CONTENT_FILTER = FinishReason.CONTENT_FILTER
+_FINISH_OR_ERROR: dict[str | None, FinishReason] = dict(FINISH_REASONS.items())
+"""`FINISH_REASONS` where None (no finish reason) is absent too: one lookup gives ERROR."""
+_ERROR_OVERTURNS = frozenset({FinishReason.STOP, FinishReason.TOOL_CALLS})
+"""Finish reasons that an error in the body turns into ERROR (as in `parse_response`)."""
 
 # The provider names `normalize` sends to this module's fast path (`_FAST_BY_PROVIDER`).
 _FAST_PROVIDERS = frozenset(
@@ -1528,6 +1582,12 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     if choice.delta:
         return None  # `message or delta`: an empty message cannot be told from none here
     try:
+        if (
+            body.prompt_filter_results is not _UNSET
+            or body.prompt_annotations is not _UNSET
+            or choice.content_filter_results is not _UNSET
+        ) and _azure_flags_something(body, choice):
+            return parse_response(orjson.loads(data), provider)
         return _fast_response(body, choice, provider)
     except _MAPPING_FAILED:
         return None
@@ -1535,13 +1595,13 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 
 def _fast_provider(body: _FastCompletion, choices: list[_FastChoice]) -> str:
     """`_response_provider` of the Structs."""
-    if body.prompt_filter_results or body.prompt_annotations:
+    if body.prompt_filter_results is not _UNSET or body.prompt_annotations is not _UNSET:
         return "azure"
     openrouter = body.provider is not None
     for choice in choices:
-        if choice.content_filter_results:
+        if choice.content_filter_results is not _UNSET:
             return "azure"
-        openrouter = openrouter or choice.native_finish_reason is not msgspec.UNSET
+        openrouter = openrouter or choice.native_finish_reason is not _UNSET
     if openrouter:
         return "openrouter"
     if body.x_groq:
@@ -1555,15 +1615,13 @@ def _fast_provider(body: _FastCompletion, choices: list[_FastChoice]) -> str:
 def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) -> LLMResponse | None:
     """`parse_response` of the Structs (the `nonblank` calls inlined on the hot path)."""
     message = choice.message or _NO_MESSAGE
-    raw_content = message.content
+    text = message.content
     parts: list[Any] | None = None
     thinking: list[str] = []
-    if raw_content is None:
+    if text is None:
         text = ""
-    elif isinstance(raw_content, str):
-        text = raw_content
-    else:
-        parts = [raw_value(part) for part in raw_content]
+    elif not isinstance(text, str):
+        parts = [raw_value(part) for part in text]
         text, thinking = _message_text(parts)
     reasoning = message.reasoning_content
     if reasoning is None or not reasoning.strip():
@@ -1575,7 +1633,7 @@ def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) ->
     refusal = message.refusal
     if refusal is not None and not refusal.strip():
         refusal = None
-    if refusal is None and parts is not None:
+    if parts is not None and refusal is None:
         refusal = nonblank("\n\n".join(content_refusals(parts)))
 
     tool_calls: list[ToolCall] = []
@@ -1593,69 +1651,48 @@ def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) ->
         tool_calls += _tool_calls({"function_call": raw_value(message.function_call)})
 
     raw = choice.finish_reason
-    finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    finish = _FINISH_OR_ERROR.get(raw, _ERROR)
     native = choice.native_finish_reason
-    if native is msgspec.UNSET:
+    if native is _UNSET:
         native = None
     elif native is not None:
         finish = native_finish(native, finish)
 
-    filtered: list[str] = []
-    blocked: list[str] = []
+    # Azure filter results here flag nothing (see `_azure_flags_something`).
     details: list[Detail] = []
-    if body.prompt_filter_results or body.prompt_annotations or choice.content_filter_results:
-        azure = azure_filter_signals(
-            _raw_fields(body, _PROMPT_FILTER_KEYS), _raw_fields(choice, _CHOICE_FILTER_KEYS)
-        )
-        filtered, details = azure.filtered, azure.details
-    if body.moderation:
-        raw_moderation = raw_value(body.moderation)
-        if raw_moderation is not None:
-            moderation = moderation_signals(raw_moderation)
-            blocked = moderation.blocked
-            details = [*details, *moderation.details]
-
+    blocked: list[str] = []
+    if body.moderation is not None:
+        _fast_moderation(body.moderation, blocked, details)
     stop: StopDetails | None = None
     error: ProviderError | None = None
     content = text
-    if finish is FinishReason.CONTENT_FILTER or filtered or blocked:
-        finish = FinishReason.CONTENT_FILTER
-        stop = stop_for(_unique(filtered + blocked), None)
+    if finish is _CONTENT_FILTER or blocked:
+        finish = _CONTENT_FILTER
+        stop = stop_for(_unique(blocked), None)
     elif refusal is not None:
-        finish = FinishReason.REFUSAL
+        finish = _REFUSAL
         if content:
             content = f"{content}\n\n{refusal}"
             stop = StopDetails(explanation=refusal)
         else:
             content = refusal
     elif body.error:
-        in_body_error = obj(raw_value(body.error))
-        if in_body_error:
-            verdict = classify_error({"error": in_body_error}, None)
-            error = verdict.error
-            if verdict.error.kind is ErrorKind.POLICY:
-                finish = FinishReason.REFUSAL if verdict.refusal else FinishReason.CONTENT_FILTER
-                stop = verdict.stop
-            elif finish in (FinishReason.STOP, FinishReason.TOOL_CALLS):
-                finish = FinishReason.ERROR
+        finish, stop, error = _fast_in_body_error(body.error, finish)
     if stop is not None:
-        details = [stop.to_detail(), *details]
+        details.insert(0, stop.to_detail())
 
     usage = body.usage
     if usage is None:
         counts = Usage()
     else:
-        cached = written = 0
         prompt_details = usage.prompt_tokens_details
-        if prompt_details is not None:
-            cached = prompt_details.cached_tokens or 0
+        if prompt_details is None:
+            cached = usage.prompt_cache_hit_tokens or 0
+            written = 0
+        else:
+            cached = prompt_details.cached_tokens or usage.prompt_cache_hit_tokens or 0
             written = prompt_details.cache_write_tokens or 0
-        counts = Usage(
-            usage.prompt_tokens or 0,
-            usage.completion_tokens or 0,
-            cached or usage.prompt_cache_hit_tokens or 0,
-            written,
-        )
+        counts = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, written, [])
     model = body.model
     request_id = body.id
     return LLMResponse(
@@ -1665,7 +1702,7 @@ def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) ->
         details,
         counts,
         finish,
-        native if native is not None else raw,
+        raw if native is None else native,
         model if model is not None and model.strip() else None,
         request_id if request_id is not None and request_id.strip() else None,
         provider,
@@ -1675,13 +1712,92 @@ def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) ->
     )
 
 
-_PROMPT_FILTER_KEYS = ("prompt_filter_results", "prompt_annotations")
-_CHOICE_FILTER_KEYS = ("content_filter_results",)
+def _fast_in_body_error(
+    value: Raw, finish: FinishReason
+) -> tuple[FinishReason, StopDetails | None, ProviderError | None]:
+    """`parse_response`'s reading of an `error` beside `choices` (OpenRouter)."""
+    in_body_error = obj(raw_value(value))
+    if not in_body_error:
+        return finish, None, None
+    verdict = classify_error({"error": in_body_error}, None)
+    if verdict.error.kind is ErrorKind.POLICY:
+        return _REFUSAL if verdict.refusal else _CONTENT_FILTER, verdict.stop, verdict.error
+    return _ERROR if finish in _ERROR_OVERTURNS else finish, None, verdict.error
 
 
-def _raw_fields(struct: msgspec.Struct, names: tuple[str, ...]) -> JsonObject:
-    """The Raw fields `names` that were present, as the dict reader sees them."""
-    return {name: raw_value(value) for name in names if (value := getattr(struct, name))}
+def _azure_flags_something(body: _FastCompletion, choice: _FastChoice) -> bool:
+    """Whether the filter results `azure_filter_signals` reads give it anything to say: a
+    category filtered, detected or rated above `safe`, a filter error, or a blocklist."""
+    prompt = body.prompt_filter_results
+    if not isinstance(prompt, list):
+        prompt = body.prompt_annotations
+    if isinstance(prompt, list):
+        for entry in prompt:
+            if entry.content_filter_results and _flags_something(entry.content_filter_results):
+                return True
+    results = choice.content_filter_results
+    return isinstance(results, dict) and _flags_something(results)
+
+
+def _flags_something(results: _FastFilters) -> bool:
+    for name, item in results.items():
+        if name in ("error", "custom_blocklists"):
+            return True
+        if not isinstance(item, _FastFilter):
+            continue  # null or a list: `obj` of it is empty
+        severity = item.severity
+        if (
+            item.filtered is True
+            or item.detected is True
+            or (isinstance(severity, str) and severity != "safe")
+        ):
+            return True
+    return False
+
+
+def _fast_moderation(
+    moderation: _FastModeration, blocked: list[str], details: list[Detail]
+) -> None:
+    """`moderation_signals` of the Structs, into `blocked` and `details`."""
+    for source, outcome in (("input", moderation.input), ("output", moderation.output)):
+        if outcome is None:
+            continue
+        if outcome.type == "error":
+            error = {
+                "code": string(raw_value(outcome.code)),
+                "message": clean_message(raw_value(outcome.message)),
+            }
+            details.append(_dump({"type": "moderation", "source": source, "error": error}))
+            continue
+        results = outcome.results
+        if results is _UNSET:
+            results = [outcome]
+        outcome_blocks = _fast_says_blocked(outcome)
+        for item in results or ():
+            categories = [name for name, value in (item.categories or {}).items() if value is True]
+            says_blocked = outcome_blocks or _fast_says_blocked(item)
+            flagged = item.flagged is True
+            if not (flagged or categories or says_blocked):
+                continue
+            if says_blocked:
+                blocked.extend(categories)
+            detail: JsonObject = {
+                "type": "moderation",
+                "source": source,
+                "flagged": flagged,
+                "categories": categories,
+            }
+            if says_blocked:
+                detail["blocked"] = True
+            model = item.model or outcome.model
+            if model:
+                detail["model"] = model
+            details.append(_dump(detail))
+
+
+def _fast_says_blocked(item: _FastModerationResult) -> bool:
+    action = item.action
+    return item.blocked is True or (action is not None and action.lower() in ("block", "blocked"))
 
 
 def _add_reasoning_details(thinking: list[str], entries: Any) -> None:
