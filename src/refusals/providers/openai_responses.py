@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import orjson
 
 from refusals.model import (
@@ -46,20 +47,27 @@ from refusals.model import (
     detail_type,
 )
 from refusals.providers._common import (
+    FAST_FAILED,
+    NO_RAW,
+    Int,
     JsonObject,
     NormalizeError,
+    Raw,
     arguments_text,
     arr,
+    count,
     error_response,
     integer,
     interrupted,
     key_names,
     obj,
+    raw_value,
     require_object,
     string,
 )
 from refusals.providers.openai_chat import (
     ErrorVerdict,
+    ModerationSignals,
     azure_category,
     azure_filtered_categories,
     classify_error,
@@ -166,10 +174,42 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         elif kind == "reasoning":
             reasoning.extend(_reasoning_texts(item))
 
+    return _response(
+        messages,
+        refusals,
+        reasoning,
+        tool_calls,
+        status=string(body.get("status")),
+        incomplete_reason=string(obj(body.get("incomplete_details")).get("reason")),
+        failure=obj(body.get("error")),
+        filtered=_azure_content_filters(body.get("content_filters")),
+        moderation=moderation_signals(body.get("moderation")),
+        usage=_usage(obj(body.get("usage"))),
+        model=nonblank(body.get("model")),
+        request_id=nonblank(body.get("id")),
+        provider=provider,
+    )
+
+
+def _response(
+    messages: list[str],
+    refusals: list[str],
+    reasoning: list[str],
+    tool_calls: list[ToolCall],
+    *,
+    status: str | None,
+    incomplete_reason: str | None,
+    failure: JsonObject,
+    filtered: tuple[list[str], list[Detail]],
+    moderation: ModerationSignals,
+    usage: Usage,
+    model: str | None,
+    request_id: str | None,
+    provider: str,
+) -> LLMResponse:
+    """The response from what a Responses object says, however it was read (the dict
+    reader above or the typed fast path below)."""
     text = "\n\n".join(messages)
-    status = string(body.get("status"))
-    incomplete_reason = string(obj(body.get("incomplete_details")).get("reason"))
-    failure = obj(body.get("error"))
     failure_code = string(failure.get("code"))
 
     finish = STATUSES.get(status, FinishReason.ERROR) if status is not None else FinishReason.ERROR
@@ -182,8 +222,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     elif finish is FinishReason.STOP and tool_calls:
         finish = FinishReason.TOOL_CALLS
 
-    filters, filter_details = _azure_content_filters(body.get("content_filters"))
-    moderation = moderation_signals(body.get("moderation"))
+    filters, filter_details = filtered
     stop: StopDetails | None = None
     error: ProviderError | None = None
     verdict: ErrorVerdict | None = None
@@ -226,19 +265,19 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
 
     terminal = interrupted(finish)
     return LLMResponse(
-        content=content or None,
-        tool_calls=tool_calls,
-        reasoning="\n\n".join(reasoning) or None,
-        reasoning_details=details,
-        usage=_usage(obj(body.get("usage"))),
-        finish_reason=finish,
-        raw_finish_reason=raw,
-        model=nonblank(body.get("model")),
-        request_id=nonblank(body.get("id")),
-        provider=provider,
-        api=API,
-        cut_off=terminal and (bool(text) or bool(tool_calls)),
-        error=error,
+        content or None,
+        tool_calls,
+        "\n\n".join(reasoning) or None,
+        details,
+        usage,
+        finish,
+        raw,
+        model,
+        request_id,
+        provider,
+        API,
+        terminal and (bool(text) or bool(tool_calls)),
+        error,
     )
 
 
@@ -633,6 +672,256 @@ def _output_events(result: LLMResponse) -> list[StreamEvent]:
     return events
 
 
+# --- typed fast path (see providers/_common.py) ----------------------------------------
+
+# The names `normalize` sends a Responses object to this module under (`_module_for`): its
+# own, and every chat-compatible vendor's when the body looks like a Responses object.
+_PROVIDER_NAMES = frozenset(
+    {"openai-responses", "openai", "azure", "openrouter", "deepseek", "xai", "groq", "mistral"}
+)
+
+
+class _FastPart(msgspec.Struct):
+    """A message content part, or a reasoning summary or content part."""
+
+    type: str | None = None
+    text: str | None = None
+    refusal: str | None = None
+
+
+class _FastItem(msgspec.Struct):
+    type: str | None = None
+    content: list[_FastPart] | None = None
+    summary: list[_FastPart] | None = None
+    call_id: str | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: Raw = NO_RAW
+    input: Raw = NO_RAW
+
+
+class _FastIncomplete(msgspec.Struct):
+    reason: str | None = None
+
+
+class _FastTokenDetails(msgspec.Struct):
+    # 0 for null as for absent: `integer` reads both as 0.
+    cached_tokens: Int | None = 0
+    cache_write_tokens: Int | None = 0
+
+
+class _FastUsage(msgspec.Struct):
+    input_tokens: Int | None = 0
+    output_tokens: Int | None = 0
+    input_tokens_details: _FastTokenDetails | None = None
+
+
+class _FastResponse(msgspec.Struct):
+    object: str | None = None
+    id: str | None = None
+    model: str | None = None
+    status: str | None = None
+    output: list[_FastItem] | None = None
+    incomplete_details: _FastIncomplete | None = None
+    error: Raw = NO_RAW
+    content_filters: Raw = NO_RAW
+    moderation: Raw = NO_RAW
+    usage: _FastUsage | None = None
+    choices: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+
+
+_decode_response = msgspec.json.Decoder(_FastResponse).decode
+
+
+# Azure `content_filters` and OpenAI `moderation` come as Raw and are read a second time:
+# through these Structs for the common case (nothing filtered, a moderation result that
+# blocked nothing), which `_fast_filters` and `_fast_moderation` map themselves; any other
+# case, or a value these Structs reject, goes to the dict reader's helper on the raw value.
+
+
+class _FastFilterResult(msgspec.Struct):
+    filtered: bool | None = None
+    detected: bool | None = None
+    severity: str | None = None
+
+
+class _FastFilter(msgspec.Struct):
+    blocked: bool | None = None
+    content_filter_results: dict[str, _FastFilterResult | None] | None = None
+
+
+class _FastModerationResult(msgspec.Struct):
+    type: str | None = None
+    results: Raw = NO_RAW
+    categories: dict[str, Any] | None = None
+    flagged: bool | None = None
+    blocked: bool | None = None
+    action: str | None = None
+    model: str | None = None
+
+
+class _FastModeration(msgspec.Struct):
+    input: _FastModerationResult | None = None
+    output: _FastModerationResult | None = None
+
+
+_decode_filters = msgspec.json.Decoder(list[_FastFilter | None] | None).decode
+_decode_moderation = msgspec.json.Decoder(_FastModeration | None).decode
+_NULL = msgspec.Raw(b"null")
+_NO_FILTERS: tuple[list[str], list[Detail]] = ([], [])
+_NO_MODERATION = ModerationSignals()
+"""Read only: `_response` copies what it takes from these."""
+
+
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """No typed fast path for this format yet: always the dict path."""
-    return None
+    """`parse_response` of a well-typed Responses object read through Structs, or None."""
+    if provider is not None and provider not in _PROVIDER_NAMES:
+        return None
+    try:
+        body = _decode_response(data)
+        if provider is None:
+            # What detection checks: `object: "response"` is the hint (no other format's
+            # is looked at), no Bedrock InvokeModel marker, and `detect_provider` then says
+            # azure exactly when the key `content_filters` is present.
+            if body.object != "response" or body.guardrail_action or body.invocation_metrics:
+                return None
+            provider = "azure" if body.content_filters else "openai-responses"
+        elif body.object != "response" and (
+            body.output is None or body.status is None or body.choices
+        ):
+            # Not `looks_like`: an error body, a Chat Completions body, or one the dict
+            # reader rejects.
+            return None
+        return _fast_response(body, provider)
+    except FAST_FAILED:
+        return None
+
+
+def _fast_response(body: _FastResponse, provider: str) -> LLMResponse:
+    messages: list[str] = []
+    refusals: list[str] = []
+    reasoning: list[str] = []
+    tool_calls: list[ToolCall] = []
+    for item in body.output or ():
+        kind = item.type
+        if kind == "message":
+            texts: list[str] = []
+            for part in item.content or ():
+                part_type = part.type
+                if part_type in ("output_text", "text"):
+                    texts.append(part.text or "")
+                elif part_type == "refusal":
+                    refusal = part.refusal
+                    if refusal and refusal.strip():
+                        refusals.append(refusal)
+            text = "".join(texts)
+            if text:
+                messages.append(text)
+        elif kind in _TOOL_CALL_ITEMS:
+            arguments = item.arguments if item.arguments else item.input
+            tool_calls.append(
+                ToolCall(
+                    item.call_id or item.id or "",
+                    item.name or "",
+                    arguments_text(raw_value(arguments), ""),
+                )
+            )
+        elif kind == "reasoning":
+            for parts in (item.summary, item.content):
+                for part in parts or ():
+                    piece = part.text
+                    if piece and piece.strip():
+                        reasoning.append(piece)
+
+    usage = body.usage
+    if usage is None:
+        counts = Usage()
+    else:
+        details = usage.input_tokens_details
+        counts = Usage(
+            count(usage.input_tokens),
+            count(usage.output_tokens),
+            count(details.cached_tokens) if details is not None else 0,
+            count(details.cache_write_tokens) if details is not None else 0,
+        )
+    incomplete = body.incomplete_details
+    model = body.model
+    request_id = body.id
+    return _response(
+        messages,
+        refusals,
+        reasoning,
+        tool_calls,
+        status=body.status,
+        incomplete_reason=incomplete.reason if incomplete is not None else None,
+        # `error` is null in all but failed responses: {} as `obj` reads null, not decoded.
+        failure=obj(raw_value(body.error)) if body.error and body.error != _NULL else {},
+        filtered=_fast_filters(body.content_filters) if body.content_filters else _NO_FILTERS,
+        moderation=_fast_moderation(body.moderation) if body.moderation else _NO_MODERATION,
+        usage=counts,
+        model=model if model is not None and model.strip() else None,
+        request_id=request_id if request_id is not None and request_id.strip() else None,
+        provider=provider,
+    )
+
+
+def _fast_filters(value: Raw) -> tuple[list[str], list[Detail]]:
+    """`_azure_content_filters` of a raw `content_filters` value."""
+    try:
+        entries = _decode_filters(value)
+    except FAST_FAILED:
+        return _azure_content_filters(raw_value(value))
+    for entry in entries or ():
+        if entry is None:
+            continue
+        results = entry.content_filter_results or {}
+        if entry.blocked is True or "error" in results or "custom_blocklists" in results:
+            return _azure_content_filters(raw_value(value))
+        for result in results.values():
+            if result is not None and (
+                result.filtered is True
+                or result.detected is True
+                or (result.severity is not None and result.severity != "safe")
+            ):
+                return _azure_content_filters(raw_value(value))
+    # Nothing blocked, filtered, detected or rated above safe: no category, no detail.
+    return _NO_FILTERS
+
+
+def _fast_moderation(value: Raw) -> ModerationSignals:
+    """`moderation_signals` of a raw `moderation` value."""
+    try:
+        moderation = _decode_moderation(value)
+    except FAST_FAILED:
+        return moderation_signals(raw_value(value))
+    if moderation is None:
+        return _NO_MODERATION
+    details: list[Detail] = []
+    for source, result in (("input", moderation.input), ("output", moderation.output)):
+        if result is None:
+            continue
+        if (
+            result.type == "error"
+            or result.results
+            or result.blocked is not None
+            or result.action is not None
+        ):
+            # An error outcome, a list of results, or one that may say it blocked.
+            return moderation_signals(raw_value(value))
+        # One result per side, as Responses gives it, that blocked nothing: recorded
+        # when flagged or with a category, as `moderation_signals` records it.
+        categories = [name for name, flag in (result.categories or {}).items() if flag is True]
+        if result.flagged is not True and not categories:
+            continue
+        detail: JsonObject = {
+            "type": "moderation",
+            "source": source,
+            "flagged": result.flagged is True,
+            "categories": categories,
+        }
+        if result.model:
+            detail["model"] = result.model
+        details.append(orjson.dumps(detail).decode())
+    return ModerationSignals([], details) if details else _NO_MODERATION
