@@ -96,6 +96,15 @@ def fixture_events(path: Path) -> list[tuple[str | None, bytes]]:
     return [(e.event, e.data) for e in [*parser.feed(path.read_bytes()), *parser.close()]]
 
 
+DELTAS: list[dict[str, Any]] = [
+    {"type": "text_delta", "text": "Hi"},
+    {"type": "thinking_delta", "thinking": "Hm"},
+    {"type": "signature_delta", "signature": "c2ln"},
+    {"type": "input_json_delta", "partial_json": '{"q": '},
+    {"type": "citations_delta", "citation": {"type": "char_location"}},
+]
+
+
 def test_the_common_event_takes_the_fast_path() -> None:
     decoder = anthropic.StreamDecoder("anthropic")
     data = json.dumps(TEXT_DELTA).encode()
@@ -106,21 +115,59 @@ def test_the_common_event_takes_the_fast_path() -> None:
     assert decoder.quick(None, json.dumps(empty)) == []
 
 
+def state(decoder: anthropic.StreamDecoder) -> object:
+    blocks = {i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in decoder._blocks.items()}
+    return blocks, decoder._current, decoder._reasoning
+
+
+@pytest.mark.parametrize("block", ["text", "thinking", "tool_use", "server_tool_use", None])
+@pytest.mark.parametrize("delta", [*DELTAS, None], ids=[*(d["type"] for d in DELTAS), "null"])
+def test_every_delta_gives_what_decode_gives(block: str | None, delta: Any) -> None:
+    """With the block it lands in open (or none), events and decoder state alike."""
+    start = {"type": "content_block_start", "index": 0, "content_block": {"type": block}}
+    payload = {"type": "content_block_delta", "index": 0, "delta": delta}
+    fast, full = anthropic.StreamDecoder("anthropic"), anthropic.StreamDecoder("anthropic")
+    for decoder in (fast, full):
+        if block is not None:
+            decoder.feed("content_block_start", json.dumps(start))
+    events = fast.quick("content_block_delta", json.dumps(payload))
+    assert events is not None
+    assert events == full.decode("content_block_delta", payload)
+    blocks = {i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in fast._blocks.items()}
+    assert blocks == {
+        i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in full._blocks.items()
+    }
+    assert fast._reasoning == full._reasoning
+
+
 @pytest.mark.parametrize(
-    "payload",
+    ("name", "payload"),
     [
-        {**TEXT_DELTA, "delta": {"type": "thinking_delta", "thinking": "hm"}},
-        {**TEXT_DELTA, "type": "content_block_start"},
-        {**TEXT_DELTA, "delta": None},
-        {**TEXT_DELTA, "delta": {"type": "text_delta", "text": 5}},
-        {**TEXT_DELTA, "type": 1},
-        [TEXT_DELTA],
+        ("content_block_delta", {**TEXT_DELTA, "type": "content_block_start"}),
+        ("content_block_delta", {**TEXT_DELTA, "delta": {"type": "text_delta", "text": 5}}),
+        ("content_block_delta", {**TEXT_DELTA, "delta": {"type": 7, "text": "Hi"}}),
+        ("content_block_delta", {**TEXT_DELTA, "type": 1}),
+        ("content_block_delta", {**TEXT_DELTA, "index": True}),
+        ("content_block_delta", {**TEXT_DELTA, "index": 2**64}),
+        ("content_block_delta", {**TEXT_DELTA, "delta": "Hi"}),
+        ("content_block_delta", [TEXT_DELTA]),
+        ("content_block_start", TEXT_DELTA),
     ],
-    ids=["thinking", "other-type", "null-delta", "number-text", "number-type", "array"],
+    ids=[
+        "other-type",
+        "number-text",
+        "number-delta-type",
+        "number-type",
+        "boolean-index",
+        "huge-index",
+        "string-delta",
+        "array",
+        "other-name",
+    ],
 )
-def test_other_events_are_left_to_the_full_path(payload: Any) -> None:
+def test_other_events_are_left_to_the_full_path(name: str, payload: Any) -> None:
     decoder = anthropic.StreamDecoder("anthropic")
-    assert decoder.quick("content_block_delta", json.dumps(payload)) is None
+    assert decoder.quick(name, json.dumps(payload)) is None
 
 
 @pytest.mark.parametrize(
@@ -143,29 +190,41 @@ def test_fixture_same_both_ways(path: Path) -> None:
     raw = path.read_bytes()
     answered = same_both_ways(raw)
     same_both_ways(raw, None, chunk=7)
-    deltas = raw.count(b'"text_delta"')
-    # Every recorded text delta is well typed: the fast path must answer each one.
+    deltas = [name for name, _ in fixture_events(path) if name == "content_block_delta"]
+    # Every recorded delta is well typed: the fast path must answer each one.
     if "written" not in path.parts:
-        assert answered == deltas
+        assert answered == len(deltas)
+
+
+EDITED = [
+    ("type",),
+    ("index",),
+    ("delta",),
+    *(("delta", key) for key in ("type", "text", "thinking", "signature", "partial_json")),
+]
 
 
 @st.composite
 def mutated_delta(draw: st.DrawFn) -> bytes:
     """A text delta event as JSON bytes, edited where the fast reader looks."""
-    payload: Any = json.loads(json.dumps(TEXT_DELTA))
-    edit = draw(st.sampled_from(["value", "drop", "tree", "raw"]))
+    payload: Any = {
+        "type": "content_block_delta",
+        "index": draw(st.sampled_from([0, 1, 2, 3, None, -1])),
+        "delta": dict(draw(st.sampled_from(DELTAS))),
+    }
+    edit = draw(st.sampled_from(["none", "value", "drop", "tree", "raw"]))
     if edit == "value":
-        path = draw(st.sampled_from([("type",), ("delta",), ("delta", "type"), ("delta", "text")]))
+        path = draw(st.sampled_from(EDITED))
         target = payload
         for key in path[:-1]:
             target = target[key]
-        target[path[-1]] = draw(WRONG_VALUES | st.text(max_size=4))
+        target[path[-1]] = draw(WRONG_VALUES | st.text(max_size=4) | st.integers())
     elif edit == "drop":
-        path = draw(st.sampled_from([("type",), ("delta",), ("delta", "type"), ("delta", "text")]))
+        path = draw(st.sampled_from(EDITED))
         target = payload
         for key in path[:-1]:
             target = target[key]
-        del target[path[-1]]
+        target.pop(path[-1], None)
     elif edit == "tree":
         payload = draw(mutated(payload))
     data = json.dumps(payload).encode()
@@ -212,3 +271,4 @@ def test_mutated_stream_bytes_same_both_ways(data: st.DataObject) -> None:
     raw = data.draw(mutated_bytes(path.read_bytes()))
     same_both_ways(raw)
     same_both_ways(raw, None)
+

@@ -44,6 +44,7 @@ from refusals.providers._common import (
     INTERRUPTED,
     NO_RAW,
     Count,
+    Int,
     JsonObject,
     NormalizeError,
     Raw,
@@ -517,25 +518,27 @@ class _Block:
         self.wrote = False  # a thinking block produced reasoning text
 
 
-# The common event of a Messages stream, `content_block_delta` with a `text_delta`, read
-# through Structs (see providers/_common.py): they declare the keys `decode` and the hot
-# path of `_delta` read for it, and no others.
+# The common event of a Messages stream, `content_block_delta`, read through Structs (see
+# providers/_common.py): they declare the keys `decode` and `_delta` read, and no others.
 
 
 class _QuickDelta(msgspec.Struct, gc=False):
     type: str | None = None
     text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    partial_json: str | None = None
 
 
 class _QuickEvent(msgspec.Struct, gc=False):
     type: str | None = None
+    # Null and absent mean the current block, as `_index` reads them; a boolean or an
+    # integer past 64 bits fails the decode, so the full path reads those.
+    index: Int | None = None
     delta: _QuickDelta | None = None
 
 
 _decode_event = msgspec.json.Decoder(_QuickEvent).decode
-
-# msgspec recurses on nesting that orjson still takes: then the full path answers.
-_QUICK_FAILED = (*FAST_FAILED, RecursionError)
 
 
 class StreamDecoder(WireDecoder):
@@ -565,19 +568,33 @@ class StreamDecoder(WireDecoder):
         self._pending_stop: StopDetails | None = None
 
     def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
-        """A text delta's events as `decode` gives them (it changes no state), else None."""
+        """The events of a `content_block_delta` read through Structs, as `decode` gives
+        them, state changes included; None for any other event."""
+        if name is not None and name != "content_block_delta":
+            # Not worth a try: the payload's type would have to contradict its name. And
+            # some other events are large (search results), better read once, by orjson.
+            return None
         try:
             event = _decode_event(data)
-        except _QUICK_FAILED:
+        except FAST_FAILED:
+            return None
+        if (event.type or name) != "content_block_delta":
             return None
         delta = event.delta
-        if (event.type or name) != "content_block_delta" or delta is None:
-            return None
-        if delta.type != "text_delta":
-            return None
-        # A null or absent text is no text, as `_delta` reads it.
-        text = delta.text
-        return [TextDelta(text)] if text else []
+        if delta is None:
+            return []  # as `_delta` reads a null or absent delta
+        if delta.type == "text_delta":
+            text = delta.text
+            return [TextDelta(text)] if text else []
+        index = event.index if event.index is not None else self._current
+        return self._block_delta(
+            index,
+            delta.type,
+            text=delta.text,
+            thinking=delta.thinking,
+            signature=delta.signature,
+            partial_json=delta.partial_json,
+        )
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
@@ -661,26 +678,46 @@ class StreamDecoder(WireDecoder):
             text = delta.get("text")
             if type(text) is str:
                 return [TextDelta(text)] if text else []
-        index = self._index(payload)
         delta = obj(payload.get("delta"))
-        kind = delta.get("type")
+        return self._block_delta(
+            self._index(payload),
+            delta.get("type"),
+            text=string(delta.get("text")),
+            thinking=string(delta.get("thinking")),
+            signature=string(delta.get("signature")),
+            partial_json=string(delta.get("partial_json")),
+        )
+
+    def _block_delta(
+        self,
+        index: int,
+        kind: Any,
+        *,
+        text: str | None,
+        thinking: str | None,
+        signature: str | None,
+        partial_json: str | None,
+    ) -> list[StreamEvent]:
+        """The events of a delta to block `index`, from the delta's `type` and the string
+        fields it may carry (None: absent or not a string); both readers end here."""
         block = self._blocks.get(index)
         if kind == "text_delta":
-            text = string(delta.get("text"))
             return [TextDelta(text)] if text else []
         if kind == "thinking_delta":
             if block is None:
                 block = self._blocks[index] = _Block("thinking", {})
-            return self._thinking(block, string(delta.get("thinking")))
+            return self._thinking(block, thinking)
         if kind == "signature_delta" and block is not None:
-            signature = string(delta.get("signature"))
             if signature is not None:
                 block.signature = (block.signature or "") + signature
-        elif kind == "input_json_delta" and block is not None and block.kind == "tool_use":
-            part = string(delta.get("partial_json"))
-            if part:
-                block.streamed = True
-                return [ToolCallDelta(index, arguments=part)]
+        elif (
+            kind == "input_json_delta"
+            and block is not None
+            and block.kind == "tool_use"
+            and partial_json
+        ):
+            block.streamed = True
+            return [ToolCallDelta(index, arguments=partial_json)]
         # citations_delta: the cited text already arrived as text; server tools' input
         # deltas ran on the server.
         return []
