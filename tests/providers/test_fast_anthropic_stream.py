@@ -272,3 +272,78 @@ def test_mutated_stream_bytes_same_both_ways(data: st.DataObject) -> None:
     same_both_ways(raw)
     same_both_ways(raw, None)
 
+
+# --- SSE framing: runs of plain events --------------------------------------------------
+#
+# The SSE parser dispatches a run of plain events (`event:`, `data:`, blank line) without
+# a loop in Python once a chunk completes several lines. Fed one byte at a time, no chunk
+# completes more than one line, so every line goes the one-by-one way: both must agree.
+
+
+def sse_fields(raw: bytes, chunk: int) -> list[tuple[bytes, str | None, str | None, int | None]]:
+    parser = SSEParser()
+    fields = []
+    for start in range(0, len(raw), chunk):
+        fields += parser.feed_fields(raw[start : start + chunk])
+    return fields + parser.close_fields()
+
+
+def one_by_one(raw: bytes) -> list[tuple[bytes, str | None, str | None, int | None]]:
+    return sse_fields(raw, 1)
+
+
+@pytest.mark.parametrize("path", STREAMS[:4], ids=[p.name for p in STREAMS[:4]])
+def test_runs_of_recorded_events_frame_as_line_by_line(path: Path) -> None:
+    raw = path.read_bytes()
+    assert sse_fields(raw, len(raw)) == one_by_one(raw)
+
+
+NAMES = st.sampled_from([b"content_block_delta", b"ping", b"", b"caf\xc3\xa9", b"\xff"])
+PAYLOADS = st.binary(max_size=8).filter(lambda b: b"\n" not in b and b"\r" not in b)
+
+
+ODD_LINES = [
+    b": comment\n",
+    b"id: 7\n",
+    b"retry: 10\n",
+    b"data: one\ndata: two\n\n",
+    b"data: one\ndata: two\ndata: three\n\n",
+    b"data:tight\n\n",
+    b"event: ping\n\n",
+    b"\n",
+    b"event:\ndata: x\n\n",
+    b"data\n\n",
+    b"eventual: x\n",
+    b"event: ping\ndata: x\n",
+]
+
+
+@pytest.mark.parametrize("odd", ODD_LINES)
+@pytest.mark.parametrize("head", [b"", b"event: content_block_delta\n"], ids=["unnamed", "named"])
+def test_an_odd_event_among_plain_ones_frames_as_line_by_line(odd: bytes, head: bytes) -> None:
+    plain = head + b"data: {}\n\n"
+    raw = (plain * 3 + odd) * 4
+    for chunk in (len(raw), 50, 97):
+        assert sse_fields(raw, chunk) == one_by_one(raw)
+
+
+@st.composite
+def sse_streams(draw: st.DrawFn) -> bytes:
+    """Mostly plain events, named or not as the whole stream is, with odd lines between."""
+    named = draw(st.booleans())
+    out = b""
+    for _ in range(draw(st.integers(0, 40))):
+        if draw(st.integers(0, 5)) == 0:
+            out += draw(st.sampled_from(ODD_LINES))
+            continue
+        if named or draw(st.integers(0, 9)) == 0:
+            out += b"event: " + draw(NAMES) + b"\n"
+        out += b"data: " + draw(PAYLOADS) + b"\n\n"
+    return out
+
+
+@settings(max_examples=300)
+@given(sse_streams(), st.integers(1, 200))
+def test_runs_of_plain_events_frame_as_line_by_line(raw: bytes, chunk: int) -> None:
+    assert sse_fields(raw, max(len(raw), 1)) == one_by_one(raw)
+    assert sse_fields(raw, chunk) == one_by_one(raw)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 
@@ -64,6 +66,9 @@ class SSEEvent(NamedTuple):
 
 
 RawSSE = tuple[bytes, str | None, str | None, int | None]
+
+_AFTER_DATA = itemgetter(slice(6, None))
+"""The value of a `data: ` line."""
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -124,8 +129,7 @@ class SSEParser:
         self._last_id: str | None = None
         self._retry: int | None = None
         self._started = False
-        # Event names repeat on every event; each distinct one is decoded once. Bounded:
-        # a stream naming endless distinct events stops being cached.
+        # `event:` line → the name it sets (see `_name`).
         self._names: dict[bytes, str] = {}
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
@@ -157,6 +161,20 @@ class SSEParser:
         lines = _split_lines(self._partial, chunk)
         if not lines:
             return events
+        # Line by line up to the end of the first event; then, from that boundary, the
+        # run of plain events all at once; line by line again for whatever is left.
+        try:
+            boundary = lines.index(b"") + 1
+        except ValueError:
+            boundary = len(lines)
+        self._lines(lines[:boundary], events)
+        if boundary < len(lines):
+            rest = self._plain_run(lines, boundary, events)
+            self._lines(lines[rest:], events)
+        return events
+
+    def _lines(self, lines: list[bytes], events: list[RawSSE]) -> None:
+        """Interpret `lines` one by one, appending the events they dispatch."""
         data = self._data
         for line in lines:
             # `data:` lines and blank lines are nearly all of a stream: handled inline.
@@ -170,16 +188,62 @@ class SSEParser:
                     data.clear()
                 self._event = None
             elif line.startswith(b"event:"):
-                value = line[7:] if line[6:7] == b" " else line[6:]
-                name = self._names.get(value)
+                name = self._names.get(line)
                 if name is None:
-                    name = value.decode("utf-8", "replace")
-                    if len(self._names) < 64:
-                        self._names[value] = name
+                    name = self._name(line)
                 self._event = name
             else:
                 self._line(line)
-        return events
+
+    def _plain_run(self, lines: list[bytes], start: int, events: list[RawSSE]) -> int:
+        """Dispatch, without a loop in Python, the run of plain events from `start` (an
+        event boundary) to the last whole one: the index of the first line left.
+
+        A plain event is `event: NAME` (a name seen before), `data: PAYLOAD` and a blank
+        line, or the same without its event line, which is how providers send nearly
+        every event. The run is taken only when every event in it has the same shape as
+        the first; otherwise nothing is taken (`start`), and the lines go one by one.
+        """
+        named = lines[start].startswith(b"event:")
+        period = 3 if named else 2
+        count = (len(lines) - start) // period
+        stop = start + count * period
+        if count < 2 or lines[start + period - 1 : stop : period].count(b"") != count:
+            return start
+        data_lines = lines[start + period - 2 : stop : period]
+        if not all(map(bytes.startswith, data_lines, repeat(b"data: "))):
+            return start
+        payloads = map(_AFTER_DATA, data_lines)
+        if named:
+            names = self._names
+            event_lines = lines[start:stop:3]
+            found = list(map(names.get, event_lines))
+            if None in found:
+                for line in set(event_lines):
+                    if line not in names and (
+                        not line.startswith(b"event:") or not self._name(line)
+                    ):
+                        return start
+                found = list(map(names.get, event_lines))
+                if None in found:
+                    return start  # more distinct names than the cache holds
+            events += zip(payloads, found, repeat(self._last_id), repeat(self._retry))
+        else:
+            events += zip(payloads, repeat(None), repeat(self._last_id), repeat(self._retry))
+        return stop
+
+    def _name(self, line: bytes) -> str:
+        """The event name an `event:` line sets, kept for the next lines that repeat it.
+
+        Names repeat on every event, so each distinct line is decoded once; bounded, so
+        a stream naming endless distinct events stops being cached. An empty name (which
+        dispatches as no name) is never cached.
+        """
+        value = line[7:] if line[6:7] == b" " else line[6:]
+        name = value.decode("utf-8", "replace")
+        if name and len(self._names) < 64:
+            self._names[line] = name
+        return name
 
     def close(self) -> list[SSEEvent]:
         """End of stream: flush a final line and a final event that lacks its blank line."""
