@@ -14,7 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refusals import LLMResponse, NormalizeError, normalize
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
+from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
 from refusals.scan.corpus import FIXTURES, Truth, write_bench_file
 
 Rows = list[tuple[Any, ...]]
@@ -406,3 +408,37 @@ def test_damaged_lines_get_the_same_verdict_or_problem(
 ) -> None:
     path = _write(tmp_path_factory.mktemp("damaged") / "lines.jsonl", lines)
     _assert_same(path)
+
+
+def _fields_from_the_response(response: LLMResponse) -> tuple[str | None, ...]:
+    stop = response.stop_details
+    if stop is None:
+        return (None, None, None)
+    category = stop.category or (", ".join(stop.categories) if stop.categories else None)
+    return (category, stop.explanation, stop.recommended_model)
+
+
+def test_kept_stop_details_answer_as_the_response_does_on_every_fixture() -> None:
+    # Each body is read three times: the first answer is kept, the next two reuse it
+    # through equal details of other responses, or through dicts, which are not kept.
+    _stop_memo.clear()
+    checked = with_details = 0
+    for path in sorted(FIXTURES.rglob("*.json")):
+        try:
+            first, again = normalize(path.read_bytes()), normalize(path.read_bytes())
+            as_dicts = normalize(path.read_bytes())
+        except NormalizeError:
+            continue
+        as_dicts.reasoning_details = [
+            orjson.loads(d) if isinstance(d, str) and d.startswith("{") else d
+            for d in as_dicts.reasoning_details or ()
+        ]
+        expected = _fields_from_the_response(first)
+        assert _stop_fields(first) == expected, path
+        assert _stop_fields(again) == expected, path
+        assert _stop_fields(as_dicts) == _fields_from_the_response(as_dicts), path
+        checked += 1
+        with_details += expected != (None, None, None)
+    assert checked > 150
+    assert with_details > 30
+    assert 0 < len(_stop_memo) <= _STOP_MEMO_SIZE

@@ -139,12 +139,7 @@ def record_from_response(
             tokens_in,
             tokens_out,
         )
-    stop = response.stop_details
-    category = explanation = recommended = None
-    if stop is not None:
-        category = stop.category or (", ".join(stop.categories) if stop.categories else None)
-        explanation = stop.explanation
-        recommended = stop.recommended_model
+    category, explanation, recommended = _stop_fields(response)
     # A refusal's content is its message, unless it is an answer the refusal cut off.
     if (
         explanation is None
@@ -174,6 +169,45 @@ def record_from_response(
         tokens_in,
         tokens_out,
     )
+
+
+StopFields = tuple[str | None, str | None, str | None]
+_NO_STOP: StopFields = (None, None, None)
+_stop_memo: dict[tuple[Any, ...], StopFields] = {}
+_STOP_MEMO_SIZE = 512
+
+
+def _stop_fields(response: LLMResponse) -> StopFields:
+    """The category, explanation and recommended model of the response's stop details.
+
+    `stop_details` decodes every reasoning detail's JSON text on each call (several
+    times an `orjson.loads` of the whole body), while a log's refusals carry a few
+    canned details again and again; what it answers depends on those details alone, so
+    the answer is kept per details (hashable ones, a bounded number).
+    """
+    details = response.reasoning_details
+    if not details:
+        return _NO_STOP
+    key = tuple(details)
+    try:
+        return _stop_memo[key]
+    except KeyError:
+        pass
+    except TypeError:  # a detail given as a dict
+        return _read_stop_fields(response)
+    fields = _read_stop_fields(response)
+    if len(_stop_memo) >= _STOP_MEMO_SIZE:
+        _stop_memo.clear()
+    _stop_memo[key] = fields
+    return fields
+
+
+def _read_stop_fields(response: LLMResponse) -> StopFields:
+    stop = response.stop_details
+    if stop is None:
+        return _NO_STOP
+    category = stop.category or (", ".join(stop.categories) if stop.categories else None)
+    return category, stop.explanation, stop.recommended_model
 
 
 def _served_by_fallback(response: LLMResponse) -> bool:
