@@ -34,7 +34,8 @@ blocked ratings' probability and severity are kept in a `safety_ratings` detail.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any
 
 import msgspec
 import orjson
@@ -618,28 +619,42 @@ def _usage(meta: JsonObject) -> Usage:
 #
 # Only wire bodies in camelCase: a body with none of `usageMetadata`, `modelVersion` and
 # `responseId` may be a snake_case dump that `wire_keys` rewrites, so it is declined (the
-# snake_case keys are then never read, and need not be declared). Safety ratings are kept
-# raw: they are read only when a filter blocked, by the dict reader's own helper.
+# snake_case keys are then never read, and need not be declared). Safety ratings matter
+# only when a filter blocked: they are skipped raw and decoded then, and a rating's scores
+# are read as orjson reads them. The Structs hold no cycles, so the garbage collector need
+# not track them (`gc=False`).
+
+_Absent = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
 
 
-class _FastCall(msgspec.Struct):
+class _FastCall(msgspec.Struct, gc=False):
     id: str | None = None
     name: str | None = None
     args: Raw = NO_RAW
 
 
-class _FastPart(msgspec.Struct, rename="camel"):
+class _FastPart(msgspec.Struct, rename="camel", gc=False):
     text: str | None = None
     thought: bool | None = None
     thought_signature: str | None = None
     function_call: _FastCall | None = None
 
 
-class _FastContent(msgspec.Struct):
+class _FastContent(msgspec.Struct, gc=False):
     parts: list[_FastPart] | None = None
 
 
-class _FastCandidate(msgspec.Struct, rename="camel"):
+class _FastRating(msgspec.Struct, rename="camel", gc=False):
+    blocked: bool | None = None
+    category: str | None = None
+    probability: Raw = NO_RAW
+    probability_score: Raw = NO_RAW
+    severity: Raw = NO_RAW
+    severity_score: Raw = NO_RAW
+
+
+class _FastCandidate(msgspec.Struct, rename="camel", gc=False):
     index: Int | None = 0
     content: _FastContent | None = None
     finish_reason: str | None = None
@@ -647,20 +662,20 @@ class _FastCandidate(msgspec.Struct, rename="camel"):
     safety_ratings: Raw = NO_RAW
 
 
-class _FastFeedback(msgspec.Struct, rename="camel"):
+class _FastFeedback(msgspec.Struct, rename="camel", gc=False):
     block_reason: str | None = None
     block_reason_message: str | None = None
     safety_ratings: Raw = NO_RAW
 
 
-class _FastUsage(msgspec.Struct, rename="camel"):
+class _FastUsage(msgspec.Struct, rename="camel", gc=False):
     prompt_token_count: Count | None = 0
     candidates_token_count: Count | None = 0
     thoughts_token_count: Count | None = 0
     cached_content_token_count: Count | None = 0
 
 
-class _FastBody(msgspec.Struct, rename="camel"):
+class _FastBody(msgspec.Struct, rename="camel", gc=False):
     # UNSET where detection asks whether the key is there at all (null included).
     candidates: list[_FastCandidate] | msgspec.UnsetType | None = msgspec.UNSET
     prompt_feedback: _FastFeedback | msgspec.UnsetType | None = msgspec.UNSET
@@ -668,18 +683,24 @@ class _FastBody(msgspec.Struct, rename="camel"):
     model_version: str | msgspec.UnsetType | None = msgspec.UNSET
     response_id: str | msgspec.UnsetType | None = msgspec.UNSET
     create_time: Raw = NO_RAW
-    # Keys that make detection look elsewhere: any of them, and the dict path decides.
-    object: Raw = NO_RAW
-    type: Raw = NO_RAW
-    error: Raw = NO_RAW
-    choices: Raw = NO_RAW
-    output: Raw = NO_RAW
-    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
-    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+    # Keys that point detection at another format (`_hint`, `detect_provider`, Bedrock's
+    # InvokeModel markers) or make the body an error body: the dict path decides those.
+    object: _Absent = 0
+    type: _Absent = 0
+    error: _Absent = 0
+    choices: _Absent = 0
+    output: _Absent = 0
+    guardrail_action: _Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: _Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
 
 
 _decode_body = msgspec.json.Decoder(_FastBody).decode
+_decode_ratings = msgspec.json.Decoder(list[_FastRating] | None).decode
 _UNSET = msgspec.UNSET
+_FINISH_REASON = FINISH_REASONS.get
+# Module names for the members: reading one off the enum class costs a lookup each time.
+_STOP, _TOOL_CALLS, _ERROR = FinishReason.STOP, FinishReason.TOOL_CALLS, FinishReason.ERROR
+_FILTERED = FinishReason.CONTENT_FILTER
 
 
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
@@ -688,98 +709,91 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return None
     try:
         body = _decode_body(data)
-        if (
-            body.usage_metadata is _UNSET
-            and body.model_version is _UNSET
-            and body.response_id is _UNSET
-        ):
+        model = body.model_version
+        request_id = body.response_id
+        usage = body.usage_metadata
+        if model is _UNSET and request_id is _UNSET and usage is _UNSET:
             return None  # maybe snake_case keys (see above)
         candidates = body.candidates
         feedback = body.prompt_feedback
-        usage = body.usage_metadata
-        # `looks_like`, which parse_response and detection both require.
-        if not (
-            type(candidates) is list
-            or type(feedback) is _FastFeedback
-            or (
-                type(usage) is _FastUsage
-                and (type(body.model_version) is str or type(body.response_id) is str)
-            )
+        # `looks_like`, which parse_response and detection both require; then candidate
+        # 0, as `parse_response` picks it.
+        candidate: _FastCandidate | None = None
+        if type(candidates) is list:
+            if candidates:
+                candidate = candidates[0]
+                if candidate.index:
+                    candidate = next((item for item in candidates if not item.index), None)
+        elif not (
+            type(feedback) is _FastFeedback
+            or (type(usage) is _FastUsage and (type(model) is str or type(request_id) is str))
         ):
             return None
         if provider is None:
-            # What detection checks: the Gemini hint (`candidates` or `promptFeedback`)
-            # and no earlier one, no Bedrock InvokeModel marker, and `detect_provider`.
+            # Detection's Gemini hint; `detect_provider` then tells Vertex AI by its key.
             if candidates is _UNSET and feedback is _UNSET:
                 return None
-            if (
-                body.object
-                or body.type
-                or body.error
-                or body.choices
-                or body.output
-                or body.guardrail_action
-                or body.invocation_metrics
-            ):
-                return None
             provider = "vertex" if body.create_time else "gemini"
-        return _fast_response(body, provider)
+        return _fast_response(body, candidate, provider)
     except FAST_FAILED:
         return None
 
 
-def _fast_response(body: _FastBody, provider: str) -> LLMResponse:
-    candidate: _FastCandidate | None = None
-    candidates = body.candidates
-    if type(candidates) is list and candidates:
-        # Candidate 0, as `parse_response` picks it.
-        candidate = candidates[0]
-        if candidate.index:
-            candidate = next((item for item in candidates if not item.index), None)
-
-    texts: list[str] = []
-    thoughts: list[str] = []
+def _fast_response(body: _FastBody, candidate: _FastCandidate | None, provider: str) -> LLMResponse:
+    text: str | None = None
+    thought: str | None = None
     tool_calls: list[ToolCall] = []
-    signatures: list[str] = []
+    signatures: list[str] | None = None
     content = candidate.content if candidate is not None else None
-    for part in (content.parts if content is not None else None) or ():
-        if part.thought_signature:
-            signatures.append(part.thought_signature)
-        call = part.function_call
-        if call is not None:
-            arguments = arguments_text(raw_value(call.args))
-            tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
-        elif part.text is not None:
-            (thoughts if part.thought is True else texts).append(part.text)
+    parts = content.parts if content is not None else None
+    if parts:
+        # Concatenated as they come: a full body holds a handful of parts.
+        for part in parts:
+            if part.thought_signature:
+                if signatures is None:
+                    signatures = []
+                signatures.append(part.thought_signature)
+            call = part.function_call
+            if call is not None:
+                arguments = arguments_text(raw_value(call.args))
+                tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
+            elif part.text is None:
+                pass
+            elif part.thought is True:
+                thought = part.text if thought is None else thought + part.text
+            else:
+                text = part.text if text is None else text + part.text
 
     feedback = body.prompt_feedback
-    block_reason = feedback.block_reason if type(feedback) is _FastFeedback else None
+    raw: str | None
     ratings: Raw
-    if block_reason is not None and type(feedback) is _FastFeedback:
-        raw: str | None = block_reason
+    if type(feedback) is _FastFeedback and feedback.block_reason is not None:
+        raw = feedback.block_reason
         finish = PROMPT_BLOCKED
         ratings = feedback.safety_ratings
         explanation = feedback.block_reason_message
         scope = "prompt"
-    else:
-        raw = candidate.finish_reason if candidate is not None else None
-        finish = FINISH_REASONS.get(raw, FinishReason.ERROR) if raw else FinishReason.ERROR
-        if finish is FinishReason.STOP and tool_calls:
-            finish = FinishReason.TOOL_CALLS
-        ratings = candidate.safety_ratings if candidate is not None else NO_RAW
-        explanation = candidate.finish_message if candidate is not None else None
+    elif candidate is not None:
+        raw = candidate.finish_reason
+        finish = _FINISH_REASON(raw, _ERROR) if raw else _ERROR
+        if finish is _STOP and tool_calls:
+            finish = _TOOL_CALLS
+        ratings = candidate.safety_ratings
+        explanation = candidate.finish_message
         scope = "response"
+    else:
+        raw, finish, ratings, explanation, scope = None, _ERROR, NO_RAW, None, "response"
 
     details: list[Detail] = []
-    if finish is FinishReason.CONTENT_FILTER:
-        blocked = _blocked_ratings(raw_value(ratings))
-        details.append(_filter_stop(blocked, raw, explanation).to_detail())
+    if finish is _FILTERED:
+        blocked = _fast_blocked(_decode_ratings(ratings) or ()) if ratings else []
+        details.append(_stop_detail(_categories(blocked, raw), explanation))
         if blocked:
             details.append(_ratings_detail(scope, blocked))
     elif explanation is not None:
-        details.append(StopDetails(explanation=explanation).to_detail())
-    for signature in signatures:
-        details.append(_signature_detail(signature))
+        details.append(_stop_detail((), explanation))
+    if signatures is not None:
+        details += [_signature_detail(signature) for signature in signatures]
 
     usage = body.usage_metadata
     if type(usage) is _FastUsage:
@@ -791,13 +805,12 @@ def _fast_response(body: _FastBody, provider: str) -> LLMResponse:
         )
     else:
         counts = Usage()
-    text = "".join(texts) or None
     model = body.model_version
     request_id = body.response_id
     return LLMResponse(
-        text,
+        text or None,
         tool_calls,
-        "".join(thoughts) or None,
+        thought or None,
         details,
         counts,
         finish,
@@ -808,3 +821,44 @@ def _fast_response(body: _FastBody, provider: str) -> LLMResponse:
         API,
         finish in INTERRUPTED and bool(text or tool_calls),
     )
+
+
+def _fast_blocked(ratings: Iterable[_FastRating]) -> list[JsonObject]:
+    """`_blocked_ratings` of typed ratings."""
+    blocked: list[JsonObject] = []
+    for rating in ratings:
+        if rating.blocked is not True:
+            continue
+        kept: JsonObject = {}
+        if rating.category is not None:
+            kept["category"] = _category_name(rating.category)
+        scores = (
+            ("probability", rating.probability),
+            ("probabilityScore", rating.probability_score),
+            ("severity", rating.severity),
+            ("severityScore", rating.severity_score),
+        )
+        for name, score in scores:
+            if score:
+                value = raw_value(score)
+                # orjson gives these exact types; a boolean is not a score.
+                if type(value) in _SCORE_TYPES:
+                    kept[name] = value
+        blocked.append(kept)
+    return blocked
+
+
+_SCORE_TYPES = (str, int, float)
+
+
+def _stop_detail(categories: Sequence[str], explanation: str | None) -> str:
+    """`_filter_stop(...).to_detail()` (or `StopDetails(explanation=…)`'s) from its parts,
+    the same JSON text without building the StopDetails on the hot path."""
+    fields: JsonObject = {"type": "stop_details"}
+    if categories:
+        fields["category"] = categories[0]
+    if explanation is not None:
+        fields["explanation"] = explanation
+    if len(categories) > 1:
+        fields["categories"] = categories
+    return orjson.dumps(fields).decode()
