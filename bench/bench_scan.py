@@ -1,12 +1,15 @@
 """Benchmark `refusals scan`: records per second per core against the floor, peak memory
 for 100 MB and 1 GB of input, and the speed-up from 1 to 2 processes.
 
-    python bench/bench_scan.py [--small-mb 100] [--large-mb 1000] [--dir /tmp]
+    python bench/bench_scan.py [--small-mb 100] [--large-mb 1000] [--dir /tmp] [--repeats 3]
 
 Floor: read the same lines and `orjson.loads` each (no classification, one process).
 Ours: `scan_local` over the same file, whole (one process), then in 16 MiB parts on 2
-processes. Peak memory is the maximum RSS of a fresh subprocess that scans each file.
-The input is generated (`refusals.scan.corpus.write_bench_file`) and deleted afterwards.
+processes. The three take turns within every repeat (floor, 1 process, 2 processes, …);
+each ratio is paired, computed within a repeat, then given as median (min-max), so it
+holds on a busy machine. Peak memory is the maximum RSS of a fresh subprocess that
+scans each file. The input is generated (`refusals.scan.corpus.write_bench_file`) and
+deleted afterwards.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,11 +64,17 @@ def peak_rss(path: str) -> tuple[int, float, int]:
     return int(out[0]), float(out[1]), int(out[2])
 
 
+def _spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+    low, mid, high = min(values), statistics.median(values), max(values)
+    return f"{mid * scale:.{digits}f} ({low * scale:.{digits}f}-{high * scale:.{digits}f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small-mb", type=int, default=100)
     parser.add_argument("--large-mb", type=int, default=1000)
     parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     small = os.path.join(args.dir, "refusals-bench-scan-small.jsonl")
     large = os.path.join(args.dir, "refusals-bench-scan-large.jsonl")
@@ -76,32 +86,44 @@ def main() -> None:
             f"{size / truth.records:.0f} bytes per record on average"
         )
         floor(small)  # warm the page cache
-        n_floor, t_floor = floor(small)
-        n_one, t_one = ours(small, 1)
-        n_two, t_two = ours(small, 2)
-        assert n_floor == n_one == n_two == truth.records
-        print("| run | records/s | per core | of the floor |")
-        print("|---|---:|---:|---:|")
-        print(
-            f"| floor: read + orjson.loads, 1 process | {n_floor / t_floor:,.0f} | "
-            f"{n_floor / t_floor:,.0f} | 100% |"
+        seconds: dict[str, list[float]] = {"floor": [], "one": [], "two": []}
+        for _ in range(args.repeats):
+            n_floor, t_floor = floor(small)
+            n_one, t_one = ours(small, 1)
+            n_two, t_two = ours(small, 2)
+            assert n_floor == n_one == n_two == truth.records
+            seconds["floor"].append(t_floor)
+            seconds["one"].append(t_one)
+            seconds["two"].append(t_two)
+        n = truth.records
+        floors = seconds["floor"]
+        # Paired within each repeat: records per second per core over the floor's.
+        share = {
+            "one": [f / t for f, t in zip(floors, seconds["one"], strict=True)],
+            "two": [f / t / 2 for f, t in zip(floors, seconds["two"], strict=True)],
+        }
+        speedup = [a / b for a, b in zip(seconds["one"], seconds["two"], strict=True)]
+        print(f"{args.repeats} repeats; median (min-max), ratios paired within a repeat")
+        print("| run | records/s | per core | µs per record per core | of the floor |")
+        print("|---|---:|---:|---:|---:|")
+        rows = (
+            ("floor: read + orjson.loads, 1 process", "floor", 1),
+            ("scan, 1 process", "one", 1),
+            ("scan, 2 processes", "two", 2),
         )
-        print(
-            f"| scan, 1 process | {n_one / t_one:,.0f} | {n_one / t_one:,.0f} | "
-            f"{100 * t_floor / t_one:.1f}% |"
-        )
-        print(
-            f"| scan, 2 processes | {n_two / t_two:,.0f} | {n_two / t_two / 2:,.0f} | "
-            f"{100 * t_floor / t_two / 2:.1f}% |"
-        )
-        print(f"speed-up from 1 to 2 processes: {t_one / t_two:.2f}x")
+        for label, key, cores in rows:
+            rate = n / statistics.median(seconds[key])
+            per_record = statistics.median(seconds[key]) * cores / n * 1e6
+            ratio = "100%" if key == "floor" else _spread(share[key], 100) + "%"
+            print(f"| {label} | {rate:,.0f} | {rate / cores:,.0f} | {per_record:.2f} | {ratio} |")
+        print(f"speed-up from 1 to 2 processes: {_spread(speedup, digits=2)}x")
         write_bench_file(large, args.large_mb * 1_000_000, seed=1)
         print("| input | records | seconds | peak RSS |")
         print("|---|---:|---:|---:|")
         for path in (small, large):
-            records, seconds, rss = peak_rss(path)
+            records, elapsed, rss = peak_rss(path)
             print(
-                f"| {os.path.getsize(path) / 1e6:,.0f} MB | {records:,} | {seconds:.1f} | "
+                f"| {os.path.getsize(path) / 1e6:,.0f} MB | {records:,} | {elapsed:.1f} | "
                 f"{rss / 1024:.1f} MiB |"
             )
         usage = resource.getrusage(resource.RUSAGE_SELF)
