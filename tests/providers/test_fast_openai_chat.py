@@ -9,8 +9,11 @@ order, and the vendor dialects (Azure filters, OpenRouter, moderation, errors in
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -18,7 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refusals.model import LLMResponse
 from refusals.providers import openai_chat
+from refusals.stream import StreamEvent, TextDelta
+from refusals.transport.streams import StreamDecoder
 from tests.providers._fast_support import (
     FIXTURES,
     agree,
@@ -26,6 +32,7 @@ from tests.providers._fast_support import (
     provider_of,
     taken_fast,
 )
+from tests.providers._support import WRONG_VALUES, mutated, mutated_bytes
 
 CHAT_FOLDERS = (
     "openai-chat",
@@ -569,3 +576,251 @@ def test_declared_fields_take_any_value(
     for path, delete, value in changes:
         body = _without(body, path) if delete else _with(body, path, value)
     agree(_dumps(body), provider)
+
+
+# --- streams: `StreamDecoder.quick` on the plain text chunk ---------------------------
+
+CHAT_STREAMS = sorted(
+    path
+    for folder in CHAT_FOLDERS
+    for path in (FIXTURES / folder).rglob("*")
+    if path.name.endswith((".sse", ".chunks.txt"))
+)
+PLAIN: dict[str, Any] = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion.chunk",
+    "created": 1,
+    "model": "gpt-4o",
+    "system_fingerprint": "fp_1",
+    "choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": None, "finish_reason": None}],
+}
+
+
+@contextlib.contextmanager
+def quick_off() -> Iterator[None]:
+    saved = openai_chat.StreamDecoder.quick
+
+    def declined(self: openai_chat.StreamDecoder, name: str | None, data: str | bytes) -> None:
+        return None
+
+    openai_chat.StreamDecoder.quick = declined  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        openai_chat.StreamDecoder.quick = saved  # type: ignore[method-assign]
+
+
+def run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
+    decoder = StreamDecoder(provider)
+    events: list[StreamEvent] = []
+    for start in range(0, len(raw), chunk):
+        events += decoder.feed(raw[start : start + chunk])
+    events += decoder.close()
+    return events, decoder.response
+
+
+def same_both_ways(raw: bytes, provider: str | None = None, chunk: int = 4096) -> tuple[int, int]:
+    """Assert equal events and responses with and without quick; return how many chunks
+    quick answered, and how many `decode` answered by `_plain_text_chunk` without it."""
+    answered = plain = 0
+    original_quick = openai_chat.StreamDecoder.quick
+    original_plain = openai_chat._plain_text_chunk
+
+    def counting_quick(
+        self: openai_chat.StreamDecoder, name: str | None, data: str | bytes
+    ) -> list[StreamEvent] | None:
+        nonlocal answered
+        events = original_quick(self, name, data)
+        answered += events is not None
+        return events
+
+    def counting_plain(payload: dict[str, Any]) -> str | None:
+        nonlocal plain
+        text = original_plain(payload)
+        plain += text is not None
+        return text
+
+    openai_chat.StreamDecoder.quick = counting_quick  # type: ignore[method-assign]
+    try:
+        fast = run(raw, provider, chunk)
+    finally:
+        openai_chat.StreamDecoder.quick = original_quick  # type: ignore[method-assign]
+    openai_chat._plain_text_chunk = counting_plain
+    try:
+        with quick_off():
+            full = run(raw, provider, chunk)
+    finally:
+        openai_chat._plain_text_chunk = original_plain
+    assert fast == full
+    assert fast[1].reasoning_details == full[1].reasoning_details
+    return answered, plain
+
+
+def started() -> openai_chat.StreamDecoder:
+    """A decoder that has read a first chunk (which sets the model and request id)."""
+    decoder = openai_chat.StreamDecoder("openai")
+    decoder.feed(None, orjson.dumps({**PLAIN, "choices": [{"index": 0, "delta": {"role": "x"}}]}))
+    return decoder
+
+
+def test_the_plain_chunk_takes_the_fast_path() -> None:
+    decoder = started()
+    assert decoder.quick(None, orjson.dumps(PLAIN)) == [TextDelta("Hi")]
+    assert decoder._text
+    assert decoder.quick("message", orjson.dumps(PLAIN).decode()) == [TextDelta("Hi")]
+    empty = _with(PLAIN, ("choices", 0, "delta", "content"), "")
+    fresh = started()
+    assert fresh.quick(None, orjson.dumps(empty)) == []
+    assert not fresh._text
+    # What the plain path leaves unread may hold anything.
+    unread: list[Any] = [None, 5, [1], {"a": {}}, 2**70]
+    for key in ("id", "object", "created", "model", "system_fingerprint"):
+        for value in unread:
+            odd = _dumps({**PLAIN, key: value, "service_tier": value, "obfuscation": value})
+            assert started().quick(None, odd) == [TextDelta("Hi")]
+    logprobs = _with(PLAIN, ("choices", 0, "logprobs"), {"content": [{"logprob": -0.1}]})
+    assert started().quick(None, orjson.dumps(logprobs)) == [TextDelta("Hi")]
+    role = _with(PLAIN, ("choices", 0, "delta", "role"), 7)
+    assert started().quick(None, orjson.dumps(role)) == [TextDelta("Hi")]
+
+
+def test_the_first_chunk_is_left_to_decode() -> None:
+    assert openai_chat.StreamDecoder("openai").quick(None, orjson.dumps(PLAIN)) is None
+
+
+NOT_PLAIN: list[tuple[str, Any]] = [
+    ("other-key", {**PLAIN, "usage": None}),
+    ("x-groq", {**PLAIN, "x_groq": {}}),
+    ("no-choices", _without(PLAIN, ("choices",))),
+    ("two-choices", {**PLAIN, "choices": PLAIN["choices"] * 2}),
+    ("no-choice", {**PLAIN, "choices": []}),
+    ("choices-object", {**PLAIN, "choices": PLAIN["choices"][0]}),
+    ("choice-key", _with(PLAIN, ("choices", 0, "content_filter_results"), {})),
+    ("finish", _with(PLAIN, ("choices", 0, "finish_reason"), "stop")),
+    ("finish-number", _with(PLAIN, ("choices", 0, "finish_reason"), 0)),
+    ("index-1", _with(PLAIN, ("choices", 0, "index"), 1)),
+    ("index-null", _with(PLAIN, ("choices", 0, "index"), None)),
+    ("index-true", _with(PLAIN, ("choices", 0, "index"), True)),
+    ("no-delta", _without(PLAIN, ("choices", 0, "delta"))),
+    ("delta-null", _with(PLAIN, ("choices", 0, "delta"), None)),
+    ("delta-key", _with(PLAIN, ("choices", 0, "delta", "refusal"), None)),
+    ("tool-calls", _with(PLAIN, ("choices", 0, "delta", "tool_calls"), [])),
+    ("content-null", _with(PLAIN, ("choices", 0, "delta", "content"), None)),
+    ("content-number", _with(PLAIN, ("choices", 0, "delta", "content"), 5)),
+    ("content-parts", _with(PLAIN, ("choices", 0, "delta", "content"), [{"text": "a"}])),
+    ("no-content", _without(PLAIN, ("choices", 0, "delta", "content"))),
+    ("array", [PLAIN]),
+]
+
+
+@pytest.mark.parametrize(("label", "payload"), NOT_PLAIN, ids=[label for label, _ in NOT_PLAIN])
+def test_other_chunks_are_left_to_decode(label: str, payload: Any) -> None:
+    assert started().quick(None, orjson.dumps(payload)) is None
+    same_both_ways(b"data: " + orjson.dumps(PLAIN) + b"\n\ndata: " + orjson.dumps(payload))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"choices":[{"delta":{"content":"\\ud83d"}}]}',
+        b'{"choices":[{"delta":{"content":"\xff"}}]}',
+        b'{"model":NaN,"choices":[{"delta":{"content":"a"}}]}',
+        b'{"model":' + b"[" * 3000 + b"]" * 3000 + b',"choices":[{"delta":{"content":"a"}}]}',
+        b'{"choices":[{"delta":{"content":"a"}}]} x',
+    ],
+    ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing"],
+)
+def test_text_the_fast_reader_refuses_is_left_to_decode(data: bytes) -> None:
+    assert started().quick(None, data) is None
+
+
+@pytest.mark.parametrize(
+    "path", CHAT_STREAMS, ids=[str(p.relative_to(FIXTURES)) for p in CHAT_STREAMS]
+)
+def test_stream_fixture_same_both_ways(path: Path) -> None:
+    raw = path.read_bytes()
+    answered, plain = same_both_ways(raw)
+    same_both_ways(raw, provider_of(str(path.relative_to(FIXTURES))), chunk=7)
+    # Every chunk the dict reader's plain path takes, quick takes.
+    assert answered == plain
+    if path.name == "stream-stop.sse":
+        assert answered > 20
+
+
+RAW_TAILS = [
+    b',"choices":[{"delta":{"content":"dup"}}]',
+    b',"choices":[{"delta":{"content":"dup"},"finish_reason":"stop"}]',
+    b',"choices":null',
+    b',"model":"\xff\xfe"',
+    b',"id":"\\ud800"',
+    b',"created":1e999',
+    b',"created":123456789012345678901234567890',
+    b',"model":' + b"[" * 600 + b"]" * 600,
+]
+
+
+@st.composite
+def mutated_chunk(draw: st.DrawFn) -> bytes:
+    """A plain chunk as JSON bytes, edited where the fast reader looks."""
+    edited = [
+        ("id",),
+        ("usage",),
+        ("choices",),
+        ("choices", 0),
+        ("choices", 0, "index"),
+        ("choices", 0, "delta"),
+        ("choices", 0, "finish_reason"),
+        ("choices", 0, "logprobs"),
+        ("choices", 0, "delta", "content"),
+        ("choices", 0, "delta", "role"),
+        ("choices", 0, "delta", "refusal"),
+    ]
+    payload: Any = copy.deepcopy(PLAIN)
+    edit = draw(st.sampled_from(["none", "value", "drop", "tree", "raw"]))
+    if edit == "value":
+        payload = _with(payload, draw(st.sampled_from(edited)), draw(WRONG_VALUES))
+    elif edit == "drop":
+        payload = _without(payload, draw(st.sampled_from(edited)))
+    elif edit == "tree":
+        payload = draw(mutated(payload))
+    data = _dumps(payload)
+    if edit == "raw" and data.endswith(b"}"):
+        data = data[:-1] + draw(st.sampled_from(RAW_TAILS)) + b"}"
+    return data
+
+
+def _sse_events(path: Path) -> list[bytes]:
+    raw = path.read_bytes()
+    if path.name.endswith(".chunks.txt"):
+        return [line for line in raw.split(b"\n") if line.strip()]
+    return [block for block in raw.split(b"\n\n") if block.strip()]
+
+
+def _sse_join(path: Path, events: list[bytes]) -> bytes:
+    if path.name.endswith(".chunks.txt"):
+        return b"\n".join(events) + b"\n"
+    return b"\n\n".join(events) + b"\n\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(CHAT_STREAMS),
+    st.lists(st.tuples(st.integers(0, 200), mutated_chunk()), max_size=4),
+)
+def test_mutated_chunks_same_both_ways(path: Path, inserts: list[tuple[int, bytes]]) -> None:
+    events = _sse_events(path)
+    sse = not path.name.endswith(".chunks.txt")
+    for at, data in inserts:
+        events.insert(at % (len(events) + 1), b"data: " + data if sse else data)
+    raw = _sse_join(path, events)
+    same_both_ways(raw)
+    same_both_ways(raw, "openai")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_stream_bytes_same_both_ways(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(CHAT_STREAMS))
+    raw = data.draw(mutated_bytes(path.read_bytes()))
+    same_both_ways(raw)
+    same_both_ways(raw, "openai")

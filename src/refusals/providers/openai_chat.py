@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import orjson
@@ -1139,6 +1139,20 @@ class StreamDecoder(WireDecoder):
         self._last_tool: int | None = None
         self._max_tool = -1
 
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """The plain text chunk of `decode` (see `_plain_text_chunk`) read through Structs
+        that take nothing else; None for any other chunk."""
+        if self.acc.request_id is None:
+            return None
+        try:
+            text = _decode_plain_chunk(data).choices[0].delta.content
+        except FAST_FAILED:
+            return None
+        if text:
+            self._text = True
+            return [TextDelta(text)]
+        return []
+
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
             return [StreamError("a Chat Completions stream event is not a JSON object")]
@@ -1806,3 +1820,36 @@ def _add_reasoning_details(thinking: list[str], entries: Any) -> None:
         text = string(obj(entry).get("text"))
         if text:
             thinking.append(text)
+
+
+# A plain text chunk, exactly as `_plain_text_chunk` takes it: only the keys it allows
+# (any other key is an error, so the chunk goes to `decode`), one choice, index 0, no
+# finish reason, a string `content`. The values it does not read may be anything: Any
+# (about 10% quicker here than Raw, and dropped unread). Fields in wire order (kw_only
+# lets the required ones sit where the wire has them).
+
+
+class _PlainDelta(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    role: Any = None
+    content: str
+
+
+class _PlainChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    index: Literal[0] = 0
+    delta: _PlainDelta
+    logprobs: Any = None
+    finish_reason: None = None
+
+
+class _PlainChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False, kw_only=True):
+    id: Any = None
+    object: Any = None
+    created: Any = None
+    model: Any = None
+    system_fingerprint: Any = None
+    choices: tuple[_PlainChoice]
+    service_tier: Any = None
+    obfuscation: Any = None
+
+
+_decode_plain_chunk = msgspec.json.Decoder(_PlainChunk).decode
