@@ -116,6 +116,16 @@ def test_the_fast_path_reads_text_thoughts_calls_signatures_and_usage_as_the_dic
     ]
     assert got.reasoning == "thinking"
     assert len(got.reasoning_details or ()) == 2
+    parts = [
+        {"text": "a", "thought": True},
+        {"text": "b"},
+        {"text": "c", "thought": True},
+        {"text": "d", "thought": False},
+        {"text": ""},
+    ]
+    mixed = agree(orjson.dumps({**TEXT, "candidates": [{"content": {"parts": parts}}]}), None)
+    assert isinstance(mixed, LLMResponse)
+    assert (mixed.content, mixed.reasoning) == ("bd", "ac")
     text = agree(orjson.dumps(TEXT), "gemini")
     assert isinstance(text, LLMResponse)
     assert text.usage is not None
