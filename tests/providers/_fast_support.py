@@ -86,7 +86,11 @@ def fixture_bodies() -> list[tuple[str, bytes]]:
 
 
 def provider_of(name: str) -> str | None:
-    return FOLDER_PROVIDER.get(name.split("/", 1)[0])
+    folder = name.split("/", 1)[0]
+    if folder == "other":
+        base = name.rsplit("/", 1)[-1]
+        return next((vendor for vendor in ("cohere", "ollama") if base.startswith(vendor)), None)
+    return FOLDER_PROVIDER.get(folder)
 
 
 def decoded_fixtures() -> list[tuple[str, Any]]:

@@ -349,15 +349,15 @@ def _check_arguments(provider: Any, status: Any, headers: Any) -> None:
 # goes first to the module that read the previous one (logs and clients mostly see one
 # format at a time), then to the module a key of the body points at. Substring tests are
 # not free (about 0.6 ns a byte), which is why they come second.
-_SNIFF: tuple[tuple[bytes, str, WireFormat], ...] = (
-    (b'"chat.completion"', '"chat.completion"', openai_chat),
-    (b'"stop_reason"', '"stop_reason"', anthropic),
-    (b'"candidates"', '"candidates"', gemini),
-    (b'"promptFeedback"', '"promptFeedback"', gemini),
-    (b'"stopReason"', '"stopReason"', bedrock),
-    (b'"response"', '"response"', openai_responses),
-    (b'"done"', '"done"', ollama),
-    (b'"finish_reason"', '"finish_reason"', cohere),
+_SNIFF: tuple[tuple[bytes, WireFormat], ...] = (
+    (b'"chat.completion"', openai_chat),
+    (b'"stop_reason"', anthropic),
+    (b'"candidates"', gemini),
+    (b'"promptFeedback"', gemini),
+    (b'"stopReason"', bedrock),
+    (b'"response"', openai_responses),
+    (b'"done"', ollama),
+    (b'"finish_reason"', cohere),
 )
 
 _FAST_BY_PROVIDER: dict[str, WireFormat] = {
@@ -390,16 +390,18 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
     result = last.parse_fast(payload, None)
     if result is not None:
         return result
-    if isinstance(payload, bytes):
-        module = next((module for needle, _, module in _SNIFF if needle in payload), None)
-    else:
-        module = next((module for _, needle, module in _SNIFF if needle in payload), None)
-    if module is None or module is last:
-        return None
-    result = module.parse_fast(payload, None)
-    if result is not None:
-        _last_fast[0] = module
-    return result
+    tried = [last]
+    probe = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
+    for needle, module in _SNIFF:
+        # A key can point at more than one format (Ollama's generate bodies have a
+        # "response" key): a module that declines lets the next needle have its turn.
+        if module not in tried and needle in probe:
+            result = module.parse_fast(payload, None)
+            if result is not None:
+                _last_fast[0] = module
+                return result
+            tried.append(module)
+    return None
 
 
 def _normalize(
