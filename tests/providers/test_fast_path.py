@@ -146,6 +146,18 @@ def test_mutations_same_both_ways(case: tuple[str, Any], named: bool, indent: bo
     agree(data, provider_of(name) if named else None)
 
 
+def test_text_with_a_lone_surrogate_same_both_ways() -> None:
+    # Text (not bytes) can hold a raw lone surrogate, which no UTF-8 encoder takes.
+    for name, data in BODIES:
+        text = data.decode("utf-8", "replace")
+        if '"text": "' in text or '"text":"' in text:
+            odd = text.replace('"text": "', '"text": "\ud800', 1).replace(
+                '"text":"', '"text":"\ud800', 1
+            )
+            agree(odd, None)
+            agree(odd, provider_of(name))
+
+
 @pytest.mark.parametrize(
     "tail",
     [

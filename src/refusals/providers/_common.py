@@ -40,9 +40,10 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 """A token count as `integer` reads it: `Count | None = 0` and `value or 0` give the same
 count; a negative one is rejected (the dict path reads it as 0)."""
 
-FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError)
-"""What a typed decode raises on a body it does not take (ValidationError included; msgspec
-raises RecursionError on deep nesting, even in a value it skips)."""
+FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError, UnicodeEncodeError)
+"""What a typed decode raises on a body it does not take: ValidationError included; msgspec
+raises RecursionError on deep nesting, even in a value it skips, and UnicodeEncodeError on
+text that holds a lone surrogate (it encodes text to UTF-8 first)."""
 
 Raw = msgspec.Raw
 NO_RAW = msgspec.Raw(b"")
