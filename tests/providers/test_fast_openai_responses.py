@@ -23,9 +23,11 @@ from hypothesis import strategies as st
 from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import openai_responses
+from refusals.stream import StreamEvent, TextDelta, WireDecoder
 from refusals.transport.framing import SSEParser
+from refusals.transport.streams import StreamDecoder
 from tests.providers._fast_support import FIXTURES, agree, taken_fast
-from tests.providers._support import json_paths, replace_at
+from tests.providers._support import WRONG_VALUES, json_paths, replace_at
 
 CHAT_COMPATIBLE = sorted(providers._CHAT_COMPATIBLE)
 
@@ -610,3 +612,351 @@ def test_generated_responses_bodies_agree(value: dict[str, Any], indent: bool) -
     except TypeError:
         data = json.dumps(value, indent=2 if indent else None).encode()
     both_providers(data)
+
+
+# Streams ----------------------------------------------------------------------------------
+#
+# `StreamDecoder.quick` reads the common events (text deltas, the opening and terminal
+# events, and the part and item bookkeeping that carries no tool call or refusal) through
+# Structs. With it and without it, every event must give the same events and leave the
+# decoder in the same state.
+
+STREAMS = [
+    path
+    for path in sorted(FIXTURES.rglob("*"))
+    if (path.suffix == ".sse" or path.name.endswith(".chunks.txt"))
+    and _is_responses_body(str(path.relative_to(FIXTURES)))
+]
+
+
+@contextlib.contextmanager
+def quick_off() -> Iterator[None]:
+    saved = openai_responses.StreamDecoder.quick
+    openai_responses.StreamDecoder.quick = WireDecoder.quick  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        openai_responses.StreamDecoder.quick = saved  # type: ignore[method-assign]
+
+
+def _run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
+    decoder = StreamDecoder(provider)
+    events: list[StreamEvent] = []
+    for start in range(0, len(raw), chunk):
+        events += decoder.feed(raw[start : start + chunk])
+    events += decoder.close()
+    return events, decoder.response
+
+
+def stream_both_ways(raw: bytes, provider: str | None, chunk: int = 4096) -> int:
+    """Assert the same events and response with and without quick; return how many wire
+    events quick answered."""
+    answered = 0
+    original = openai_responses.StreamDecoder.quick
+
+    def counting(
+        self: openai_responses.StreamDecoder, name: str | None, data: str | bytes
+    ) -> list[StreamEvent] | None:
+        nonlocal answered
+        events = original(self, name, data)
+        answered += events is not None
+        return events
+
+    openai_responses.StreamDecoder.quick = counting  # type: ignore[method-assign]
+    try:
+        fast = _run(raw, provider, chunk)
+    finally:
+        openai_responses.StreamDecoder.quick = original  # type: ignore[method-assign]
+    with quick_off():
+        full = _run(raw, provider, chunk)
+    assert fast == full
+    assert fast[1].reasoning_details == full[1].reasoning_details
+    return answered
+
+
+def _wire_events(path: Any) -> list[tuple[str | None, bytes]]:
+    raw = path.read_bytes()
+    if path.suffix == ".sse":
+        parser = SSEParser()
+        return [(e.event, e.data) for e in [*parser.feed(raw), *parser.close()]]
+    return [(None, line) for line in raw.splitlines() if line.strip()]
+
+
+def _answered_by_quick(payloads: list[dict[str, Any]]) -> int:
+    """How many of these well-typed events `quick` answers itself: all but those it leaves
+    to `decode` (tool calls, refusals before a refusal delta, reasoning, errors)."""
+    answered = 0
+    refused = ""  # refusal delta text so far: once it is not blank, whole refusals add nothing
+    for payload in payloads:
+        kind = payload.get("type")
+        item = payload.get("item") or {}
+        part = payload.get("part") or {}
+        if kind == "response.refusal.delta":
+            refused += payload.get("delta") or ""
+        if kind in openai_responses._DECODED_EVENTS:
+            continue
+        if item.get("type") in ("function_call", "custom_tool_call"):
+            continue
+        whole = kind == "response.output_item.done" and any(
+            p.get("type") == "refusal" for p in item.get("content") or []
+        )
+        whole = whole or (kind == "response.content_part.done" and part.get("type") == "refusal")
+        if whole and not refused.strip():
+            continue
+        answered += 1
+    return answered
+
+
+def test_the_stream_fixtures_are_found() -> None:
+    assert len(STREAMS) >= 10
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[str(p.relative_to(FIXTURES)) for p in STREAMS])
+def test_every_responses_stream_decodes_the_same_with_quick(path: Any) -> None:
+    raw = path.read_bytes()
+    answered = stream_both_ways(raw, None)
+    stream_both_ways(raw, "openai-responses", chunk=7)
+    # Every event up to the terminal one reaches quick; the common ones it answers itself.
+    events = []
+    for _, data in _wire_events(path):
+        payload = orjson.loads(data)
+        events.append(payload)
+        if payload.get("type") in TERMINAL:
+            break
+    assert answered == _answered_by_quick(events)
+
+
+def _state(decoder: openai_responses.StreamDecoder) -> dict[str, Any]:
+    return dict(vars(decoder))
+
+
+def events_both_ways(events: list[tuple[str | None, bytes | str]], provider: str) -> None:
+    """Feed the same wire events to two decoders, one without quick: after each event,
+    the same events out and the same state (accumulator included)."""
+    fast = openai_responses.StreamDecoder(provider)
+    full = openai_responses.StreamDecoder(provider)
+    for name, data in events:
+        got = fast.feed(name, data)
+        with quick_off():
+            expected = full.feed(name, data)
+        assert got == expected, (name, data)
+        assert _state(fast) == _state(full), (name, data)
+    assert fast.close() == full.close()
+    assert fast.response == full.response
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[str(p.relative_to(FIXTURES)) for p in STREAMS])
+def test_every_fixture_event_leaves_the_same_state(path: Any) -> None:
+    for provider in ("openai-responses", "azure"):
+        events_both_ways(list(_wire_events(path)), provider)
+
+
+DELTA: dict[str, Any] = {
+    "type": "response.output_text.delta",
+    "item_id": "msg_1",
+    "output_index": 0,
+    "content_index": 0,
+    "delta": "Hi",
+    "sequence_number": 4,
+}
+
+
+def test_a_text_delta_takes_the_fast_path() -> None:
+    decoder = openai_responses.StreamDecoder("openai-responses")
+    data = orjson.dumps(DELTA)
+    assert decoder.quick("response.output_text.delta", data) == [TextDelta("Hi")]
+    assert decoder.quick(None, data) == [TextDelta("Hi")]
+    other = orjson.dumps({**DELTA, "output_index": 1})
+    assert decoder.quick(None, other) == [TextDelta("\n\nHi")]
+    assert decoder.quick(None, orjson.dumps({**DELTA, "delta": ""})) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [
+        ("response.output_text.delta", {**DELTA, "delta": 5}),
+        ("response.output_text.delta", {**DELTA, "type": 1}),
+        ("response.output_text.delta", {**DELTA, "output_index": True}),
+        ("response.output_text.delta", {**DELTA, "output_index": 1.0}),
+        ("response.output_text.delta", {**DELTA, "output_index": 2**64}),
+        ("response.output_text.delta", {**DELTA, "item_id": ["msg_1"]}),
+        ("response.output_text.delta", [DELTA]),
+        ("response.output_text.delta", {**DELTA, "type": "response.refusal.delta"}),
+        ("response.refusal.delta", {**DELTA, "type": ""}),
+        ("error", {"type": "error", "code": "server_error", "sequence_number": 1}),
+        ("response.output_item.added", {"type": "response.output_item.added", "item": 1}),
+        (
+            "response.output_item.done",
+            {
+                "type": "response.output_item.done",
+                "item": {"type": "message", "content": [{"type": "refusal", "refusal": "No"}]},
+            },
+        ),
+        (
+            "response.content_part.done",
+            {"type": "response.content_part.done", "part": {"type": "refusal", "refusal": "No"}},
+        ),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "item": {"type": "function_call"}},
+        ),
+        ("response.completed", {"type": "response.completed", "response": "done"}),
+        ("response.completed", {"type": "response.completed", "response": {"status": 1}}),
+    ],
+    ids=[
+        "number-delta",
+        "number-type",
+        "boolean-index",
+        "float-index",
+        "huge-index",
+        "list-item-id",
+        "array",
+        "refusal-delta",
+        "named-refusal-delta",
+        "error",
+        "number-item",
+        "refusal-item",
+        "refusal-part",
+        "tool-call-item",
+        "text-response",
+        "number-status",
+    ],
+)
+def test_other_events_are_left_to_decode(name: str, payload: Any) -> None:
+    decoder = openai_responses.StreamDecoder("openai-responses")
+    assert decoder.quick(name, _dump(payload)) is None
+    assert vars(decoder) == vars(openai_responses.StreamDecoder("openai-responses"))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"type":"response.output_text.delta","delta":"\\ud83d"}',
+        b'{"type":"response.output_text.delta","delta":"\xff"}',
+        b'{"type":"response.output_text.delta","x":NaN,"delta":"a"}',
+        b'{"type":"response.output_text.delta","x":' + b"[" * 3000 + b"]" * 3000 + b"}",
+        b'{"type":"response.output_text.delta","delta":"a"} x',
+        b'{"type":"response.completed","response":{"status":"completed","error":{"a":1e400}}}',
+        b'{"type":"response.completed","response":{"moderation":{"input":"\xff"}}}',
+    ],
+    ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing", "infinite", "raw-not-utf8"],
+)
+def test_text_the_fast_reader_refuses_is_left_to_decode(data: bytes) -> None:
+    decoder = openai_responses.StreamDecoder("openai-responses")
+    assert decoder.quick(None, data) is None
+    assert vars(decoder) == vars(openai_responses.StreamDecoder("openai-responses"))
+
+
+_OBJECT: dict[str, Any] = {
+    "id": "resp_1",
+    "object": "response",
+    "model": "gpt-5",
+    "status": "in_progress",
+    "output": [],
+    "usage": None,
+}
+TEMPLATES: list[dict[str, Any]] = [
+    {"type": "response.created", "response": _OBJECT, "sequence_number": 0},
+    {"type": "response.in_progress", "response": {**_OBJECT, "model": " "}},
+    {"type": "response.queued", "response": {**_OBJECT, "id": ""}},
+    {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "e"},
+    },
+    {
+        "type": "response.output_item.added",
+        "output_index": 1,
+        "item": {"id": "msg_1", "type": "message", "content": [], "role": "assistant"},
+    },
+    {
+        "type": "response.output_item.added",
+        "output_index": 2,
+        "item": {"id": "fc_1", "type": "function_call", "call_id": "c", "name": "f"},
+    },
+    {
+        "type": "response.content_part.added",
+        "item_id": "msg_1",
+        "output_index": 1,
+        "content_index": 0,
+        "part": {"type": "output_text", "text": ""},
+    },
+    {**DELTA, "output_index": 1},
+    {**DELTA, "output_index": 3, "delta": "There."},
+    {key: value for key, value in DELTA.items() if key != "output_index"},
+    {**DELTA, "item_id": "msg_2", "output_index": None},
+    {"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 1, "delta": "No."},
+    {"type": "response.refusal.done", "item_id": "msg_1", "output_index": 1, "refusal": "No."},
+    {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 1, "text": "Hi"},
+    {"type": "response.content_part.done", "part": {"type": "output_text", "text": "Hi"}},
+    {"type": "response.content_part.done", "part": {"type": "refusal", "refusal": "No."}},
+    {
+        "type": "response.output_item.done",
+        "output_index": 1,
+        "item": {"type": "message", "content": [{"type": "output_text", "text": "Hi"}]},
+    },
+    {
+        "type": "response.output_item.done",
+        "output_index": 1,
+        "item": {"type": "message", "content": [{"type": "refusal", "refusal": "No."}]},
+    },
+    {
+        "type": "response.output_item.done",
+        "output_index": 2,
+        "item": {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+    },
+    {"type": "response.function_call_arguments.delta", "output_index": 2, "delta": "{"},
+    {"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Hm"},
+    {"type": "response.output_text.annotation.added", "annotation": {"type": "url_citation"}},
+    {
+        "type": "response.completed",
+        "response": {
+            **_OBJECT,
+            "status": "completed",
+            "output": RICH["output"],
+            "moderation": RICH["moderation"],
+            "usage": RICH["usage"],
+        },
+    },
+    {"type": "response.incomplete", "response": {**INCOMPLETE, "usage": None}},
+    {"type": "response.failed", "response": {**FAILED, "status": None}},
+    {"type": "response.completed"},
+    {"type": "error", "code": "server_error", "message": "Down.", "sequence_number": 9},
+]
+
+event_template = st.sampled_from(TEMPLATES)
+NAMES = ["openai-responses", "azure"]
+
+
+@st.composite
+def wire_event(draw: st.DrawFn) -> tuple[str | None, bytes]:
+    payload: Any = orjson.loads(orjson.dumps(draw(event_template)))
+    for _ in range(draw(st.integers(0, 2))):
+        paths = [path for path in json_paths(payload) if path]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        if draw(st.booleans()):
+            payload = replace_at(payload, path, draw(WRONG_VALUES))
+        else:
+            parent = payload
+            for key in path[:-1]:
+                parent = parent[key]
+            del parent[path[-1]]
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    name = draw(
+        st.sampled_from(
+            [kind if isinstance(kind, str) else None, None, "response.output_text.delta"]
+        )
+    )
+    return name, _dump(payload)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(wire_event(), min_size=1, max_size=12), st.sampled_from(["openai-responses", "azure"])
+)
+def test_generated_event_sequences_leave_the_same_state(
+    events: list[tuple[str | None, bytes]], provider: str
+) -> None:
+    events_both_ways(list(events), provider)

@@ -361,6 +361,7 @@ def _usage(usage: JsonObject) -> Usage:
 # ---------------------------------------------------------------------------------------
 # Streams
 
+_TEXT_DELTA = "response.output_text.delta"
 _TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _WHOLE_REFUSAL_EVENTS = frozenset(
     {"response.refusal.done", "response.content_part.done", "response.output_item.done"}
@@ -374,6 +375,18 @@ _ARGUMENT_DONE = frozenset(
 )
 _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+# The events `quick` always leaves to `decode` (besides the tool calls and refusals that
+# come in items and parts).
+_DECODED_EVENTS = frozenset(
+    {
+        "response.refusal.delta",
+        "response.refusal.done",
+        "error",
+        *_ARGUMENT_DELTAS,
+        *_ARGUMENT_DONE,
+        *_REASONING_DELTAS,
+    }
 )
 
 
@@ -429,6 +442,9 @@ class StreamDecoder(WireDecoder):
       that body gives (a policy error is a content filter); the stream then ends, usually
       with `response.failed`.
     - A stream that ends before a terminal event (or an `error`) is incomplete.
+
+    `quick` reads the common events (text deltas, the opening and terminal events, items
+    and parts without a tool call or refusal) through Structs, with the same outcome.
     """
 
     API = API
@@ -448,11 +464,80 @@ class StreamDecoder(WireDecoder):
         self._tool_calls = False
         self._streamed = False
 
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """The common events read through `_FastEvent`, exactly as `decode` reads them:
+        text deltas, the opening and terminal events, and the part and item bookkeeping
+        that carries no refusal or tool call. None for every other event."""
+        try:
+            event = _decode_event(data)
+        except FAST_FAILED:
+            return None
+        kind = event.type or name
+        if kind == _TEXT_DELTA:
+            return self._quick_text(event)
+        if kind in _TERMINAL_EVENTS:
+            return self._quick_terminal(kind, event.response)
+        if kind in _OPENING_EVENTS:
+            if event.response is not None:
+                self._named(event.response.model, event.response.id)
+            return []
+        # Tool calls (`_item`) and refusals given whole (`_whole_refusal`, until a delta
+        # brought one) are left to `decode`; the items and parts without them say nothing.
+        if kind == "response.output_item.added":
+            item = event.item
+            return None if item is not None and item.type in _TOOL_CALL_ITEMS else []
+        if kind == "response.output_item.done" and not self._refusal:
+            item = event.item
+            if item is None:
+                return []
+            if item.type == "message":
+                refused = any(part.type == "refusal" for part in item.content or ())
+                return None if refused else []
+            return None if item.type in _TOOL_CALL_ITEMS else []
+        if kind == "response.content_part.done" and not self._refusal:
+            part = event.part
+            return None if part is not None and part.type == "refusal" else []
+        if kind in _DECODED_EVENTS:
+            return None
+        return []  # what `decode` ignores, and whole refusals after a refusal delta
+
+    def _quick_text(self, event: _FastEvent) -> list[StreamEvent]:
+        """`_text_delta`."""
+        text = event.delta
+        if not text:
+            return []
+        self._streamed = True
+        # `_part`: the output index when the key is there (null too), else the item id.
+        index = event.output_index
+        item = (event.item_id if index is msgspec.UNSET else index,)
+        if self._text and item != self._text_part:
+            text = "\n\n" + text
+        self._text_part = item
+        self._text = True
+        return [TextDelta(text)]
+
+    def _quick_terminal(
+        self, kind: str, response: _FastResponse | None
+    ) -> list[StreamEvent] | None:
+        """`_terminal`, with the final object read by `_fast_response`."""
+        body = response if response is not None else _FastResponse()
+        if body.status is None:
+            body.status = kind.removeprefix("response.")
+        try:
+            # Read before any state changes: a value it cannot take leaves the event to
+            # `decode`, which has its own ways with hostile values.
+            result = _fast_response(body, self.acc.provider or "openai-responses")
+        except _READ_FAILED:
+            return None
+        self.done = True
+        self._named(body.model, body.id)
+        return self._ended(result, has_usage=body.usage is not None)
+
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
             return [StreamError("a Responses stream event is not a JSON object")]
         kind = string(payload.get("type")) or name
-        if kind == "response.output_text.delta":
+        if kind == _TEXT_DELTA:
             return self._text_delta(payload)
         if kind == "response.refusal.delta":
             return self._refusal_delta(payload)
@@ -481,11 +566,13 @@ class StreamDecoder(WireDecoder):
         return [Verdict(FinishReason.REFUSAL, None, stop)] if stop is not None else []
 
     def _meta(self, response: JsonObject) -> None:
-        model = nonblank(response.get("model"))
-        if model is not None:
+        self._named(response.get("model"), response.get("id"))
+
+    def _named(self, model: Any, request_id: Any) -> None:
+        """The model and request id a Responses object names, when it names them."""
+        if nonblank(model) is not None:
             self.acc.model = model
-        request_id = nonblank(response.get("id"))
-        if request_id is not None:
+        if nonblank(request_id) is not None:
             self.acc.request_id = request_id
 
     @staticmethod
@@ -618,12 +705,16 @@ class StreamDecoder(WireDecoder):
             result = parse_response(response, self.acc.provider or "openai-responses")
         except NormalizeError as exc:  # pragma: no cover - parse_response accepts any status
             return [StreamError(str(exc))]
+        return self._ended(result, has_usage=isinstance(response.get("usage"), dict))
+
+    def _ended(self, result: LLMResponse, *, has_usage: bool) -> list[StreamEvent]:
+        """The events of a terminal event whose final object reads as `result`."""
         events: list[StreamEvent] = []
         if not self._streamed:
             events += _output_events(result)
         if result.reasoning and self._reasoning_part is None:
             events.append(ReasoningDelta(result.reasoning))
-        if isinstance(response.get("usage"), dict) and result.usage is not None:
+        if has_usage and result.usage is not None:
             events.append(UsageUpdate(result.usage))
         for detail in result.reasoning_details or ():
             if isinstance(detail, str) and detail_type(decode_detail(detail)) != "stop_details":
@@ -733,6 +824,31 @@ class _FastResponse(msgspec.Struct):
 
 
 _decode_response = msgspec.json.Decoder(_FastResponse).decode
+
+
+class _FastEvent(msgspec.Struct):
+    """A stream event, with the keys `decode` reads of the events `quick` takes."""
+
+    type: str | None = None
+    delta: str | None = None
+    output_index: Int | str | msgspec.UnsetType | None = msgspec.UNSET
+    item_id: Int | str | None = None
+    item: _FastItem | None = None
+    part: _FastPart | None = None
+    response: _FastResponse | None = None
+
+
+_decode_event = msgspec.json.Decoder(_FastEvent).decode
+_READ_FAILED = (
+    *FAST_FAILED,
+    TypeError,
+    ValueError,
+    RecursionError,
+    OverflowError,
+    KeyError,
+    IndexError,
+)
+"""What reading a final object can raise (the stream driver's `_HOSTILE`, decode errors)."""
 
 
 # Azure `content_filters` and OpenAI `moderation` come as Raw and are read a second time:
