@@ -91,11 +91,12 @@ def _split_lines(partial: list[bytes], chunk: bytes) -> list[bytes]:
     A chunk without a line end is only kept, never copied: joining the pieces of a long
     line once, when it completes, keeps framing linear in the line's length.
     """
-    lines = chunk.split(b"\n")
-    if len(lines) == 1:
+    if b"\n" not in chunk:
+        # The middle of a long line (a search result, say): a memchr, not split's scan.
         if chunk:
             partial.append(chunk)
         return []
+    lines = chunk.split(b"\n")
     if partial:
         partial.append(lines[0])
         lines[0] = b"".join(partial)
