@@ -103,6 +103,22 @@ DELTAS: list[dict[str, Any]] = [
     {"type": "input_json_delta", "partial_json": '{"q": '},
     {"type": "citations_delta", "citation": {"type": "char_location"}},
 ]
+# Blocks whose start the fast path reads (it keeps what `_Block` keeps, nothing more).
+SERVER_BLOCKS: list[dict[str, Any]] = [
+    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+    {"type": "server_tool_use", "input": {"query": "x", "n": 2**70}, "signature": "s"},
+    {"type": "web_search_tool_result", "content": [{"type": "web_search_result", "url": "u"}]},
+    {"type": "compaction"},
+    {},
+]
+# Blocks whose start says more: left to the full path.
+READ_BLOCKS: list[dict[str, Any]] = [
+    {"type": "text", "text": "Hi"},
+    {"type": "thinking", "thinking": "Hm", "signature": "s"},
+    {"type": "redacted_thinking", "data": "d"},
+    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}},
+    {"type": "fallback", "from": {"model": "a"}, "to": {"model": "b"}},
+]
 
 
 def test_the_common_event_takes_the_fast_path() -> None:
@@ -116,34 +132,56 @@ def test_the_common_event_takes_the_fast_path() -> None:
 
 
 def state(decoder: anthropic.StreamDecoder) -> object:
-    blocks = {i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in decoder._blocks.items()}
-    return blocks, decoder._current, decoder._reasoning
+    blocks = {
+        i: (b.kind, b.signature, b.input, b.streamed, b.wrote) for i, b in decoder._blocks.items()
+    }
+    return blocks, decoder._current, decoder._reasoning, decoder.acc.response
 
 
-@pytest.mark.parametrize("block", ["text", "thinking", "tool_use", "server_tool_use", None])
-@pytest.mark.parametrize("delta", [*DELTAS, None], ids=[*(d["type"] for d in DELTAS), "null"])
-def test_every_delta_gives_what_decode_gives(block: str | None, delta: Any) -> None:
+def block_start(index: int, block: Any) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+OPEN = [None, *READ_BLOCKS[:2], READ_BLOCKS[3], *SERVER_BLOCKS[:1]]
+"""What is open at index 0 before the event: nothing, text, thinking, tool_use, server tool."""
+BLOCK_EVENTS: list[dict[str, Any]] = [
+    *({"type": "content_block_delta", "index": 0, "delta": delta} for delta in DELTAS),
+    {"type": "content_block_delta", "index": 0, "delta": None},
+    {"type": "content_block_delta", "delta": DELTAS[1]},
+    {"type": "content_block_delta", "index": 1, "delta": DELTAS[1]},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "content_block_stop"},
+    *(block_start(0, block) for block in SERVER_BLOCKS),
+    block_start(1, SERVER_BLOCKS[0]),
+    block_start(0, None),
+    {"type": "content_block_start", "content_block": SERVER_BLOCKS[2]},
+]
+
+
+@pytest.mark.parametrize("event", BLOCK_EVENTS, ids=lambda e: json.dumps(e)[:70])
+@pytest.mark.parametrize("opened", OPEN, ids=lambda b: (b or {}).get("type", "none"))
+def test_every_block_event_gives_what_decode_gives(opened: Any, event: Any) -> None:
     """With the block it lands in open (or none), events and decoder state alike."""
-    start = {"type": "content_block_start", "index": 0, "content_block": {"type": block}}
-    payload = {"type": "content_block_delta", "index": 0, "delta": delta}
     fast, full = anthropic.StreamDecoder("anthropic"), anthropic.StreamDecoder("anthropic")
     for decoder in (fast, full):
-        if block is not None:
-            decoder.feed("content_block_start", json.dumps(start))
-    events = fast.quick("content_block_delta", json.dumps(payload))
+        if opened is not None:
+            decoder.feed("content_block_start", json.dumps(block_start(0, opened)))
+    name = event["type"]
+    events = fast.quick(name, json.dumps(event))
+    expected = full.decode(name, event)
     assert events is not None
-    assert events == full.decode("content_block_delta", payload)
-    blocks = {i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in fast._blocks.items()}
-    assert blocks == {
-        i: (b.kind, b.signature, b.streamed, b.wrote) for i, b in full._blocks.items()
-    }
-    assert fast._reasoning == full._reasoning
+    assert events == expected
+    for decoder, made in ((fast, events), (full, expected)):
+        for item in made:
+            decoder.acc.apply(item, 1)
+    assert state(fast) == state(full)
 
 
 @pytest.mark.parametrize(
     ("name", "payload"),
     [
-        ("content_block_delta", {**TEXT_DELTA, "type": "content_block_start"}),
+        ("content_block_delta", {**TEXT_DELTA, "type": "message_delta"}),
         ("content_block_delta", {**TEXT_DELTA, "delta": {"type": "text_delta", "text": 5}}),
         ("content_block_delta", {**TEXT_DELTA, "delta": {"type": 7, "text": "Hi"}}),
         ("content_block_delta", {**TEXT_DELTA, "type": 1}),
@@ -151,19 +189,14 @@ def test_every_delta_gives_what_decode_gives(block: str | None, delta: Any) -> N
         ("content_block_delta", {**TEXT_DELTA, "index": 2**64}),
         ("content_block_delta", {**TEXT_DELTA, "delta": "Hi"}),
         ("content_block_delta", [TEXT_DELTA]),
-        ("content_block_start", TEXT_DELTA),
+        ("message_delta", TEXT_DELTA),
+        ("content_block_stop", {"type": "content_block_stop", "index": 1.0}),
+        ("content_block_start", block_start(0, {"type": 5})),
+        ("content_block_start", block_start(0, {"type": "server_tool_use", "signature": 1})),
+        ("content_block_start", block_start(0, "text")),
+        *(("content_block_start", block_start(0, block)) for block in READ_BLOCKS),
     ],
-    ids=[
-        "other-type",
-        "number-text",
-        "number-delta-type",
-        "number-type",
-        "boolean-index",
-        "huge-index",
-        "string-delta",
-        "array",
-        "other-name",
-    ],
+    ids=lambda value: json.dumps(value)[:70],
 )
 def test_other_events_are_left_to_the_full_path(name: str, payload: Any) -> None:
     decoder = anthropic.StreamDecoder("anthropic")
@@ -178,11 +211,39 @@ def test_other_events_are_left_to_the_full_path(name: str, payload: Any) -> None
         b'{"type":"content_block_delta","x":NaN,"delta":{"type":"text_delta","text":"a"}}',
         b'{"type":"content_block_delta","x":' + b"[" * 3000 + b"]" * 3000 + b"}",
         b'{"type":"content_block_delta","delta":{"type":"text_delta","text":"a"}} x',
+        b'{"type":"content_block_start","content_block":{"type":"x","input":"\xff"}}',
+        b'{"type":"content_block_start","content_block":{"type":"x","input":"\\udc00"}}',
+        b'{"type":"content_block_start","content_block":{"type":"x","input":1e999}}',
     ],
-    ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing"],
+    ids=[
+        "lone-surrogate",
+        "not-utf8",
+        "nan",
+        "deep",
+        "trailing",
+        "input-not-utf8",
+        "input-lone-surrogate",
+        "input-infinite",
+    ],
 )
 def test_text_the_fast_reader_refuses_is_left_to_the_full_path(data: bytes) -> None:
-    assert anthropic.StreamDecoder("anthropic").quick("content_block_delta", data) is None
+    decoder = anthropic.StreamDecoder("anthropic")
+    before = state(decoder)
+    assert decoder.quick(None, data) is None
+    assert state(decoder) == before
+
+
+def quick_kinds(path: Path) -> list[str | None]:
+    """The names of the events in a fixture that the fast path must answer."""
+    found: list[str | None] = []
+    for name, data in fixture_events(path):
+        if name == "content_block_start":
+            block = json.loads(data).get("content_block") or {}
+            if block.get("type") in {b["type"] for b in READ_BLOCKS}:
+                continue
+        if name in ("content_block_delta", "content_block_start", "content_block_stop"):
+            found.append(name)
+    return found
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=[str(p.relative_to(FIXTURES)) for p in STREAMS])
@@ -190,41 +251,49 @@ def test_fixture_same_both_ways(path: Path) -> None:
     raw = path.read_bytes()
     answered = same_both_ways(raw)
     same_both_ways(raw, None, chunk=7)
-    deltas = [name for name, _ in fixture_events(path) if name == "content_block_delta"]
-    # Every recorded delta is well typed: the fast path must answer each one.
+    # Every recorded block event is well typed: the fast path must answer each it reads.
     if "written" not in path.parts:
-        assert answered == len(deltas)
+        assert answered == len(quick_kinds(path))
 
 
 EDITED = [
     ("type",),
     ("index",),
     ("delta",),
+    ("content_block",),
     *(("delta", key) for key in ("type", "text", "thinking", "signature", "partial_json")),
+    *(("content_block", key) for key in ("type", "signature", "input", "content")),
 ]
 
 
-@st.composite
-def mutated_delta(draw: st.DrawFn) -> bytes:
-    """A text delta event as JSON bytes, edited where the fast reader looks."""
-    payload: Any = {
-        "type": "content_block_delta",
-        "index": draw(st.sampled_from([0, 1, 2, 3, None, -1])),
-        "delta": dict(draw(st.sampled_from(DELTAS))),
-    }
-    edit = draw(st.sampled_from(["none", "value", "drop", "tree", "raw"]))
-    if edit == "value":
-        path = draw(st.sampled_from(EDITED))
-        target = payload
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = draw(WRONG_VALUES | st.text(max_size=4) | st.integers())
-    elif edit == "drop":
-        path = draw(st.sampled_from(EDITED))
-        target = payload
-        for key in path[:-1]:
-            target = target[key]
+def edit_at(payload: Any, path: tuple[str, ...], value: Any, drop: bool) -> None:
+    target = payload
+    for key in path[:-1]:
+        target = target.get(key) if isinstance(target, dict) else None
+    if not isinstance(target, dict):
+        return
+    if drop:
         target.pop(path[-1], None)
+    else:
+        target[path[-1]] = value
+
+
+@st.composite
+def mutated_block_event(draw: st.DrawFn) -> bytes:
+    """A block event as JSON bytes, edited where the fast reader looks."""
+    kind = draw(st.sampled_from(["delta", "start", "stop"]))
+    payload: Any = {"type": f"content_block_{kind}"}
+    index = draw(st.sampled_from([0, 1, 2, 3, None, -1]))
+    if index is not None:
+        payload["index"] = index
+    if kind == "delta":
+        payload["delta"] = dict(draw(st.sampled_from(DELTAS)))
+    elif kind == "start":
+        payload["content_block"] = dict(draw(st.sampled_from(SERVER_BLOCKS + READ_BLOCKS)))
+    edit = draw(st.sampled_from(["none", "value", "drop", "tree", "raw"]))
+    if edit in ("value", "drop"):
+        value = draw(WRONG_VALUES | st.text(max_size=4) | st.integers())
+        edit_at(payload, draw(st.sampled_from(EDITED)), value, edit == "drop")
     elif edit == "tree":
         payload = draw(mutated(payload))
     data = json.dumps(payload).encode()
@@ -233,6 +302,10 @@ def mutated_delta(draw: st.DrawFn) -> bytes:
             b',"delta":{"type":"text_delta","text":"dup"}',
             b',"delta":null',
             b',"type":"ping"',
+            b',"type":"content_block_stop"',
+            b',"index":7',
+            b',"content_block":{"type":"server_tool_use","input":{"q":"\xff"}}',
+            b',"content_block":{"type":"text","text":"dup"}',
             b',"x":"\xff\xfe"',
             b',"x":"\\ud800"',
             b',"x":1e999',
@@ -245,15 +318,17 @@ def mutated_delta(draw: st.DrawFn) -> bytes:
     return data
 
 
-EVENT_NAMES = st.sampled_from([None, "content_block_delta", "content_block_start", "ping"])
+EVENT_NAMES = st.sampled_from(
+    [None, "content_block_delta", "content_block_start", "content_block_stop", "ping"]
+)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(STREAMS),
-    st.lists(st.tuples(st.integers(0, 200), EVENT_NAMES, mutated_delta()), max_size=4),
+    st.lists(st.tuples(st.integers(0, 200), EVENT_NAMES, mutated_block_event()), max_size=5),
 )
-def test_mutated_text_deltas_same_both_ways(
+def test_mutated_block_events_same_both_ways(
     path: Path, inserts: list[tuple[int, str | None, bytes]]
 ) -> None:
     events = fixture_events(path)

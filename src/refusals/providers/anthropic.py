@@ -510,16 +510,17 @@ class _Block:
 
     __slots__ = ("input", "kind", "signature", "streamed", "wrote")
 
-    def __init__(self, kind: str | None, block: JsonObject) -> None:
+    def __init__(self, kind: str | None, signature: str | None, given: Any) -> None:
         self.kind = kind
-        self.signature = string(block.get("signature"))
-        self.input: Any = block.get("input")
+        self.signature = signature
+        self.input: Any = given  # a tool's input as its start gave it
         self.streamed = False  # a tool's arguments arrived as deltas
         self.wrote = False  # a thinking block produced reasoning text
 
 
-# The common event of a Messages stream, `content_block_delta`, read through Structs (see
-# providers/_common.py): they declare the keys `decode` and `_delta` read, and no others.
+# The block events of a Messages stream, nearly all of its events, read through Structs
+# (see providers/_common.py): they declare the keys `decode`, `_delta` and `_start` read,
+# and no others. A block's content (search results can be tens of KB) is skipped unread.
 
 
 class _QuickDelta(msgspec.Struct, gc=False):
@@ -530,15 +531,27 @@ class _QuickDelta(msgspec.Struct, gc=False):
     partial_json: str | None = None
 
 
+class _QuickBlock(msgspec.Struct, gc=False):
+    type: str | None = None
+    signature: str | None = None
+    input: Raw = NO_RAW
+
+
 class _QuickEvent(msgspec.Struct, gc=False):
     type: str | None = None
     # Null and absent mean the current block, as `_index` reads them; a boolean or an
     # integer past 64 bits fails the decode, so the full path reads those.
     index: Int | None = None
     delta: _QuickDelta | None = None
+    content_block: _QuickBlock | None = None
 
 
 _decode_event = msgspec.json.Decoder(_QuickEvent).decode
+
+_QUICK_EVENTS = frozenset({"content_block_delta", "content_block_start", "content_block_stop"})
+
+_READ_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "fallback"})
+"""Blocks whose start `_start` reads more of than `_Block` keeps: left to the full path."""
 
 
 class StreamDecoder(WireDecoder):
@@ -568,33 +581,50 @@ class StreamDecoder(WireDecoder):
         self._pending_stop: StopDetails | None = None
 
     def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
-        """The events of a `content_block_delta` read through Structs, as `decode` gives
-        them, state changes included; None for any other event."""
-        if name is not None and name != "content_block_delta":
-            # Not worth a try: the payload's type would have to contradict its name. And
-            # some other events are large (search results), better read once, by orjson.
+        """The events of a block event read through Structs, as `decode` gives them,
+        state changes included; None for any other event."""
+        if name is not None and name not in _QUICK_EVENTS:
+            # Not worth a try: the payload's type would have to contradict its name.
             return None
         try:
             event = _decode_event(data)
         except FAST_FAILED:
             return None
-        if (event.type or name) != "content_block_delta":
+        kind = event.type or name
+        if kind == "content_block_delta":
+            delta = event.delta
+            if delta is None:
+                return []  # as `_delta` reads a null or absent delta
+            if delta.type == "text_delta":
+                text = delta.text
+                return [TextDelta(text)] if text else []
+            return self._block_delta(
+                event.index if event.index is not None else self._current,
+                delta.type,
+                text=delta.text,
+                thinking=delta.thinking,
+                signature=delta.signature,
+                partial_json=delta.partial_json,
+            )
+        if kind == "content_block_stop":
+            return self._stop(event.index if event.index is not None else self._current)
+        if kind == "content_block_start":
+            return self._quick_start(event)
+        return None
+
+    def _quick_start(self, event: _QuickEvent) -> list[StreamEvent] | None:
+        block = event.content_block
+        if block is None:
+            state = _Block(None, None, None)
+        elif block.type in _READ_BLOCKS:
             return None
-        delta = event.delta
-        if delta is None:
-            return []  # as `_delta` reads a null or absent delta
-        if delta.type == "text_delta":
-            text = delta.text
-            return [TextDelta(text)] if text else []
-        index = event.index if event.index is not None else self._current
-        return self._block_delta(
-            index,
-            delta.type,
-            text=delta.text,
-            thinking=delta.thinking,
-            signature=delta.signature,
-            partial_json=delta.partial_json,
-        )
+        else:
+            try:
+                given = raw_value(block.input)
+            except FAST_FAILED:
+                return None  # before any change: the full path reads the event whole
+            state = _Block(block.type, block.signature, given)
+        return self._open(event.index if event.index is not None else self._current, state)
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
@@ -605,9 +635,7 @@ class StreamDecoder(WireDecoder):
         if kind == "content_block_start":
             return self._start(payload)
         if kind == "content_block_stop":
-            index = self._index(payload)
-            block = self._blocks.pop(index, None)
-            return self._close(index, block) if block is not None else []
+            return self._stop(self._index(payload))
         if kind == "message_start":
             message = obj(payload.get("message"))
             self.acc.model = string(message.get("model")) or self.acc.model
@@ -636,15 +664,10 @@ class StreamDecoder(WireDecoder):
 
     def _start(self, payload: JsonObject) -> list[StreamEvent]:
         index = self._index(payload)
-        events: list[StreamEvent] = []
-        previous = self._blocks.pop(index, None)
-        if previous is not None:
-            events += self._close(index, previous)
-        self._current = index
         block = obj(payload.get("content_block"))
         kind = string(block.get("type"))
-        state = _Block(kind, block)
-        self._blocks[index] = state
+        state = _Block(kind, string(block.get("signature")), block.get("input"))
+        events = self._open(index, state)
         if kind == "text":
             text = string(block.get("text"))
             if text:
@@ -670,6 +693,18 @@ class StreamDecoder(WireDecoder):
                 self.acc.model = fallback.to_model
             events.append(FallbackSeam(fallback))
         return events
+
+    def _open(self, index: int, state: _Block) -> list[StreamEvent]:
+        """Open block `index` as `state`; a block still open at that index closes first."""
+        previous = self._blocks.pop(index, None)
+        events = self._close(index, previous) if previous is not None else []
+        self._current = index
+        self._blocks[index] = state
+        return events
+
+    def _stop(self, index: int) -> list[StreamEvent]:
+        block = self._blocks.pop(index, None)
+        return self._close(index, block) if block is not None else []
 
     def _delta(self, payload: JsonObject) -> list[StreamEvent]:
         delta = payload.get("delta")
@@ -705,7 +740,7 @@ class StreamDecoder(WireDecoder):
             return [TextDelta(text)] if text else []
         if kind == "thinking_delta":
             if block is None:
-                block = self._blocks[index] = _Block("thinking", {})
+                block = self._blocks[index] = _Block("thinking", None, None)
             return self._thinking(block, thinking)
         if kind == "signature_delta" and block is not None:
             if signature is not None:
