@@ -225,22 +225,6 @@ def _served_by_fallback(response: LLMResponse) -> bool:
     return False
 
 
-def count_response(response: LLMResponse, summary: Summary, tally: Tally) -> None:
-    """Count one normalized response, as `summary.add(record_from_response(...))` would.
-
-    For a scan that keeps no records. Most responses are neither refused nor filtered,
-    and those are counted in `tally` (add it to `summary` at the end); the others need
-    their category, stage, tokens and explanation, and are added to `summary`.
-    """
-    finish = response.finish_reason
-    if finish in _BLOCKED:
-        summary.add(record_from_response(response, source="", line=0, layout="", with_notice=False))
-    else:
-        tally.add(
-            response.provider, response.model, _FINISH_TEXT[finish], _served_by_fallback(response)
-        )
-
-
 def _normalize(body: Any, provider: str | None = None, status: int | None = None) -> LLMResponse:
     try:
         return normalize(body, provider=provider, status=status)
@@ -309,11 +293,12 @@ def _anthropic_error_status(error: JsonObject) -> int:
 
 
 # The typed path: the keys of each envelope that the dict path reads, and nothing else.
+# Untracked by the GC (they hold strings, numbers and raw text, so never a cycle).
 # A raw value keeps its JSON text (`null` included); an absent one is empty.
 _ABSENT = Raw()
 
 
-class _Response(msgspec.Struct):
+class _Response(msgspec.Struct, gc=False):
     """`response` of an OpenAI Batch output line."""
 
     status_code: int | None = None
@@ -321,13 +306,13 @@ class _Response(msgspec.Struct):
     body: Raw = _ABSENT
 
 
-class _OpenAIError(msgspec.Struct):
+class _OpenAIError(msgspec.Struct, gc=False):
     """`error` of an OpenAI Batch output line for a request that got no response."""
 
     code: str | None = None
 
 
-class _Result(msgspec.Struct):
+class _Result(msgspec.Struct, gc=False):
     """`result` of an Anthropic Message Batches result line."""
 
     type: str | None = None
@@ -335,7 +320,7 @@ class _Result(msgspec.Struct):
     error: Raw = _ABSENT
 
 
-class _Envelope(msgspec.Struct):
+class _Envelope(msgspec.Struct, gc=False):
     """The keys of a log line that decide its layout and lead to its body.
 
     An unset key was absent (the dict path tells absent from null). `response` may be a
@@ -615,6 +600,36 @@ class Classifier:
         if read is None:
             return None
         return read[0], read[1], layout
+
+    def count_line(self, line: bytes, summary: Summary, tally: Tally) -> bool:
+        """The typed path for a scan that keeps no records: count the line's response
+        as `summary.add(record_from_response(...))` would, and answer True; or answer
+        False when the line must take the dict path.
+
+        Most responses are neither refused nor filtered, and are counted in `tally`
+        (add it to `summary` at the end); the others need their category, stage, tokens
+        and explanation, and are added to `summary` (without the notice, which no count
+        reads).
+        """
+        found = self.read_line(line)
+        if found is None:
+            return False
+        response = found[0]
+        finish = response.finish_reason
+        if finish in _BLOCKED:
+            summary.add(
+                record_from_response(response, source="", line=0, layout="", with_notice=False)
+            )
+            return True
+        usage = response.usage
+        if (usage is None or not usage.iterations) and not response.reasoning_details:
+            fallback = False  # `_served_by_fallback`'s first answer, without the call
+        else:
+            fallback = _served_by_fallback(response)
+        key = (response.provider, response.model, finish, fallback)
+        counts = tally.counts
+        counts[key] = counts.get(key, 0) + 1
+        return True
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:
         """The dict path: the record a decoded line completes (None for an event inside

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import orjson
 
-from refusals.scan._classify import BadRecord, Classifier, count_response, record_from_response
+from refusals.scan._classify import BadRecord, Classifier, record_from_response
 from refusals.scan._record import ScanRecord
 from refusals.scan._summary import Problem, Summary, Tally
 from refusals.transport.streams import StreamDecoder, sniff_framing
@@ -256,6 +256,7 @@ def _scan_lines(
     source = task.path
     classifier = Classifier(source, task.layout, forced=task.forced, typed=typed)
     read = classifier.read_line
+    count = classifier.count_line
     classify = classifier.classify
     loads = orjson.loads
     add = summary.add
@@ -273,12 +274,12 @@ def _scan_lines(
         for line in lines:
             number += 1
             try:
-                found = read(line)
-                if found is None:
+                if sink is None:
+                    if count(line, summary, tally):
+                        continue
                     record = classify(loads(line), number)
-                elif sink is None:
-                    count_response(found[0], summary, tally)
-                    continue
+                elif (found := read(line)) is None:
+                    record = classify(loads(line), number)
                 else:
                     record = record_from_response(
                         found[0], source=source, line=number, layout=found[2], record_id=found[1]

@@ -141,10 +141,11 @@ class Problem:
 class Tally:
     """Records neither refused nor filtered, counted apart for a while, cheaply.
 
-    Each such record adds one count under (provider, model, finish reason, fallback);
-    `add_to` then adds the totals to a summary. Counts merge in any order, so the summary
-    ends as if `Summary.add` had seen each record: the scan's hot loop pays one dict
-    update per record instead of a group, a total and a finish count.
+    The caller adds one to `counts` per (provider, model, finish reason, fallback) key
+    (the finish reason a `str`, or a `FinishReason`: `add_to` writes its text), and
+    `add_to` then adds the totals to a summary. Counts merge in any order, so the
+    summary ends as if `Summary.add` had seen each record: the scan's hot loop pays one
+    dict update per record instead of a group, a total and a finish count.
     """
 
     __slots__ = ("counts",)
@@ -152,16 +153,10 @@ class Tally:
     def __init__(self) -> None:
         self.counts: dict[tuple[str | None, str | None, str, bool], int] = {}
 
-    def add(self, provider: str | None, model: str | None, finish: str, fallback: bool) -> None:
-        """Count one record."""
-        key = (provider, model, finish, fallback)
-        counts = self.counts
-        counts[key] = counts.get(key, 0) + 1
-
     def add_to(self, summary: Summary) -> None:
         """Add every count to `summary`, and start again from none."""
         for (provider, model, finish, fallback), count in self.counts.items():
-            summary.add_plain(provider, model, finish, fallback, count)
+            summary.add_plain(provider, model, str.__str__(finish), fallback, count)
         self.counts.clear()
 
 
