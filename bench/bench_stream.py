@@ -4,7 +4,11 @@ For each stream, in one process and one run:
   floor  split the bytes into lines and `orjson.loads` every `data:` line (or every line
          of a JSON-lines stream): no framing rules, no interpretation;
   ours   `refusals.transport.streams.StreamDecoder` fed the same bytes in 4 KiB chunks, as
-         they arrive from a socket, through to the final `LLMResponse`.
+         they arrive from a socket, through to the final `LLMResponse`;
+  sdk    the official SDK's own stream parsing of the same bytes (openai for OpenAI streams,
+         anthropic for Anthropic ones): its `Stream` over an httpx2 response that yields the
+         bytes in 4 KiB chunks, iterating every event object it builds (no network; the
+         client is never asked to send anything).
 Streams: the largest recorded one (an Anthropic pause_turn stream of 256 KB with
 thinking, server tool blocks and many deltas), recorded OpenAI chat and Responses streams,
 and long streams made by repeating the text deltas of recorded ones (Anthropic and OpenAI
@@ -14,8 +18,9 @@ Memory: peak traced allocation while decoding a synthetic stream of N and of 4N 
 deltas, minus the size of the accumulated content: it must not grow with the number of
 events.
 
-floor and ours take turns within every repeat (A B A B …), and each ratio is paired
-(computed within a repeat, then summarised as min / median / max).
+floor, ours and sdk take turns within every repeat (A B A B …), and each ratio is paired
+(computed within a repeat, then summarised as min / median / max). Needs the bench extra
+(pip install -e '.[bench]') for the sdk column.
 
 Run: python bench/bench_stream.py [--repeats N] [--quick]
 """
@@ -29,6 +34,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -100,6 +106,59 @@ def openai_long(deltas: int) -> bytes:
 
 Runner = Callable[[bytes], int]
 TARGET = 1.5  # issue 14: stream decoding at most 1.5x its floor, at the median
+SDK_TARGET = 30.0  # issue 14: at least 30x faster than the openai SDK's stream parsing
+
+
+def sdk_runners() -> tuple[dict[str, Runner], list[str]]:
+    """Each SDK's stream parsing by wire format ("openai", "anthropic"), and notes on any
+    SDK that is not installed."""
+    runners: dict[str, Runner] = {}
+    notes: list[str] = []
+    try:
+        import httpx2
+    except ImportError:
+        return runners, ["httpx2 not installed: no sdk figures"]
+
+    class Chunks(httpx2.SyncByteStream):
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def __iter__(self) -> Any:
+            for start in range(0, len(self.data), CHUNK):
+                yield self.data[start : start + CHUNK]
+
+    # Never sent a request: the address only has to be well formed.
+    url = "http://127.0.0.1:9/v1"
+    request = httpx2.Request("POST", url)
+
+    def runner(stream: Any, client: Any, cast_to: Any) -> Runner:
+        def run(data: bytes) -> int:
+            response = httpx2.Response(200, stream=Chunks(data), request=request)
+            return sum(1 for _ in stream(cast_to=cast_to, response=response, client=client))
+
+        return run
+
+    try:
+        from openai import OpenAI
+        from openai._streaming import Stream as OpenAIStream
+        from openai.types.chat import ChatCompletionChunk
+        from openai.types.responses import ResponseStreamEvent
+    except ImportError:
+        notes.append("openai SDK not installed: no sdk figure for OpenAI streams")
+    else:
+        client = OpenAI(api_key="bench", base_url=url)
+        runners["openai chat"] = runner(OpenAIStream, client, ChatCompletionChunk)
+        runners["openai responses"] = runner(OpenAIStream, client, ResponseStreamEvent)
+    try:
+        from anthropic import Anthropic
+        from anthropic._streaming import Stream as AnthropicStream
+        from anthropic.types import RawMessageStreamEvent
+    except ImportError:
+        notes.append("anthropic SDK not installed: no sdk figure for Anthropic streams")
+    else:
+        messages = Anthropic(api_key="bench", base_url=url)
+        runners["anthropic"] = runner(AnthropicStream, messages, RawMessageStreamEvent)
+    return runners, notes
 
 
 def interleaved(
@@ -114,7 +173,9 @@ def interleaved(
         while time.perf_counter() - start < budget / 10 or calls == 0:
             run(data)
             calls += 1
-        numbers[name] = max(1, calls * 10)
+        # As many runs as fill the budget: one for a candidate slower than that.
+        each = (time.perf_counter() - start) / calls
+        numbers[name] = max(1, round(budget / each))
     samples: dict[str, list[float]] = {name: [] for name in runners}
     for _ in range(repeats):
         for name, run in runners.items():
@@ -146,36 +207,56 @@ def main() -> int:
     args = parser.parse_args()
     budget = 0.05 if args.quick else 0.3
 
+    # (label, SDK that parses it, bytes)
     streams = [
         (
             "anthropic/pause-turn-web-search-stream.sse (recorded)",
+            "anthropic",
             (FIXTURES / "anthropic" / "pause-turn-web-search-stream.sse").read_bytes(),
         ),
         (
             "openai-responses/moderation-stream.sse (recorded)",
+            "openai responses",
             (FIXTURES / "openai-responses" / "moderation-stream.sse").read_bytes(),
         ),
         (
             "openai-chat/stream-stop.sse (recorded)",
+            "openai chat",
             (FIXTURES / "openai-chat" / "stream-stop.sse").read_bytes(),
         ),
-        ("anthropic refusal, 20,000 text deltas", anthropic_long(20_000)),
-        ("openai chat, 20,000 content deltas", openai_long(20_000)),
+        ("anthropic refusal, 20,000 text deltas", "anthropic", anthropic_long(20_000)),
+        ("openai chat, 20,000 content deltas", "openai chat", openai_long(20_000)),
     ]
-    print("| stream | bytes | events | floor ms | ours ms | ours/floor min / median / max |")
-    print("|---|---:|---:|---:|---:|---:|")
+    sdks, notes = sdk_runners()
+    for note in notes:
+        print(f"note: {note}")
+    print(
+        "| stream | bytes | events | floor ms | ours ms | sdk ms "
+        "| ours/floor min / median / max | sdk/ours min / median / max |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     ratios = []
-    for name, data in streams:
+    vs_sdk: dict[str, list[float]] = {}
+    for name, kind, data in streams:
         events = floor(data)
-        samples = interleaved({"floor": floor, "ours": ours}, data, args.repeats, budget)
+        candidates: dict[str, Runner] = {"floor": floor, "ours": ours}
+        if kind in sdks:
+            candidates["sdk"] = sdks[kind]
+        samples = interleaved(candidates, data, args.repeats, budget)
         paired = [a / b for a, b in zip(samples["ours"], samples["floor"], strict=True)]
         ratio = statistics.median(paired)
         ratios.append(ratio)
         base = statistics.median(samples["floor"])
         mine = statistics.median(samples["ours"])
+        sdk_ms = sdk_ratio = "-"
+        if "sdk" in samples:
+            faster = [a / b for a, b in zip(samples["sdk"], samples["ours"], strict=True)]
+            vs_sdk.setdefault(kind.split()[0], []).append(statistics.median(faster))
+            sdk_ms = f"{statistics.median(samples['sdk']) * 1e3:.2f}"
+            sdk_ratio = f"{min(faster):.1f} / {statistics.median(faster):.1f} / {max(faster):.1f}x"
         print(
             f"| {name} | {len(data):,} | {events:,} | {base * 1e3:.2f} | {mine * 1e3:.2f} "
-            f"| {min(paired):.2f} / {ratio:.2f} / {max(paired):.2f}x |"
+            f"| {sdk_ms} | {min(paired):.2f} / {ratio:.2f} / {max(paired):.2f}x | {sdk_ratio} |"
         )
     median = statistics.median(ratios)
     verdict = "met" if median <= TARGET else "NOT met"
@@ -183,6 +264,15 @@ def main() -> int:
         f"\nours/floor over {len(ratios)} streams: min {min(ratios):.2f}x, median "
         f"{median:.2f}x, max {max(ratios):.2f}x; target median <= {TARGET}x: {verdict}"
     )
+    for sdk, faster in vs_sdk.items():
+        line = (
+            f"{sdk} sdk/ours over {len(faster)} streams: min {min(faster):.1f}x, median "
+            f"{statistics.median(faster):.1f}x, max {max(faster):.1f}x"
+        )
+        if sdk == "openai":
+            met = "met" if statistics.median(faster) >= SDK_TARGET else "NOT met"
+            line += f"; target median >= {SDK_TARGET:.0f}x: {met}"
+        print(line)
 
     print("\n| memory: stream | deltas | held KiB | content KiB | held / content |")
     print("|---|---:|---:|---:|---:|")
