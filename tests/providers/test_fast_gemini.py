@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from refusals.model import FinishReason, LLMResponse
 from refusals.providers import gemini
+from refusals.stream import StreamEvent
 from tests.providers._fast_support import FIXTURES, agree, taken_fast
 
 GEMINI = FIXTURES / "gemini"
@@ -76,11 +77,15 @@ CALLS: dict[str, Any] = {
 BASES = {"text": TEXT, "blocked": BLOCKED, "prompt_blocked": PROMPT_BLOCKED, "calls": CALLS}
 
 
-def check(body: Any, providers: tuple[str | None, ...] = PROVIDERS) -> None:
+def encoded(value: Any) -> bytes:
     try:
-        data = orjson.dumps(body)
+        return orjson.dumps(value)
     except TypeError:  # integers past 64 bits
-        data = json.dumps(body).encode()
+        return json.dumps(value).encode()
+
+
+def check(body: Any, providers: tuple[str | None, ...] = PROVIDERS) -> None:
+    data = encoded(body)
     for provider in providers:
         agree(data, provider)
         agree(data.decode(), provider)
@@ -416,8 +421,175 @@ bodies = st.fixed_dictionaries(
 def test_generated_generate_content_bodies_same_both_ways(
     body: dict[str, Any], provider: str | None
 ) -> None:
-    try:
-        data = orjson.dumps(body)
-    except TypeError:
-        data = json.dumps(body).encode()
-    agree(data, provider)
+    agree(encoded(body), provider)
+
+
+# Streams: StreamDecoder.quick ---------------------------------------------------------
+
+STREAMS = sorted([*GEMINI.rglob("*.sse"), *GEMINI.rglob("*.chunks.txt")])
+CHUNK: dict[str, Any] = {
+    "candidates": [{"content": {"parts": [{"text": "Hi"}], "role": "model"}, "index": 0}],
+    "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1, "thoughtsTokenCount": 2},
+    "modelVersion": "gemini-2.5-pro",
+    "responseId": "r1",
+}
+
+
+def state(decoder: gemini.StreamDecoder) -> object:
+    return (
+        decoder.done,
+        decoder._tool_calls,
+        decoder._blocked,
+        decoder._ratings_kept,
+        decoder._final,
+        decoder.acc.response,
+        decoder.acc.response.reasoning_details,
+    )
+
+
+def fed_both_ways(chunks: list[bytes | str], provider: str = "gemini") -> int:
+    """Feed the chunks to a decoder with quick and to one without; assert the same events
+    and the same state after each; return how many chunks quick answered."""
+    fast, full = gemini.StreamDecoder(provider), gemini.StreamDecoder(provider)
+    full.quick = lambda name, data: None  # type: ignore[method-assign]
+    answered = 0
+    original = fast.quick
+
+    def counting(name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        nonlocal answered
+        events = original(name, data)
+        answered += events is not None
+        return events
+
+    fast.quick = counting  # type: ignore[method-assign]
+    for data in chunks:
+        assert fast.feed(None, data) == full.feed(None, data)
+        assert state(fast) == state(full)
+    assert fast.close() == full.close()
+    assert state(fast) == state(full)
+    return answered
+
+
+def stream_chunks(path: Any) -> list[bytes]:
+    raw = path.read_bytes()
+    if path.name.endswith(".sse"):
+        return [line[6:] for line in raw.splitlines() if line.startswith(b"data: ")]
+    return [line for line in raw.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[str(p.relative_to(GEMINI)) for p in STREAMS])
+def test_every_gemini_stream_gives_the_same_events_with_quick(path: Any) -> None:
+    chunks = stream_chunks(path)
+    answered = fed_both_ways(list(chunks))
+    text_chunks = [
+        c for c in chunks if b'"text"' in c and b"finishReason" not in c and b"Signature" not in c
+    ]
+    assert answered >= len(text_chunks) > 0 or not text_chunks
+
+
+def test_the_common_text_chunk_takes_quick() -> None:
+    decoder = gemini.StreamDecoder("gemini")
+    events = decoder.quick(None, orjson.dumps(CHUNK))
+    assert events is not None
+    assert [type(e).__name__ for e in events] == ["UsageUpdate", "TextDelta"]
+    assert (decoder.acc.model, decoder.acc.request_id) == ("gemini-2.5-pro", "r1")
+    thought = changed(CHUNK, _set(("candidates", 0, "content", "parts", 0, "thought"), True))
+    assert fed_both_ways([orjson.dumps(thought), orjson.dumps(CHUNK)]) == 2
+
+
+CHUNK_FIELDS: list[tuple[Any, ...]] = [
+    ("candidates",),
+    ("candidates", 0),
+    ("candidates", 0, "index"),
+    ("candidates", 0, "content"),
+    ("candidates", 0, "content", "parts"),
+    ("candidates", 0, "content", "parts", 0),
+    ("candidates", 0, "content", "parts", 0, "text"),
+    ("candidates", 0, "content", "parts", 0, "thought"),
+    ("candidates", 0, "content", "parts", 0, "thoughtSignature"),
+    ("candidates", 0, "content", "parts", 0, "functionCall"),
+    ("candidates", 0, "finishReason"),
+    ("candidates", 0, "finishMessage"),
+    ("candidates", 0, "safetyRatings"),
+    ("usageMetadata",),
+    ("usageMetadata", "promptTokenCount"),
+    ("usageMetadata", "thoughtsTokenCount"),
+    ("modelVersion",),
+    ("responseId",),
+    ("promptFeedback",),
+    ("error",),
+]
+
+
+@pytest.mark.parametrize("path", CHUNK_FIELDS, ids=[str(p) for p in CHUNK_FIELDS])
+def test_every_chunk_field_with_values_of_other_types_null_or_absent(path: Any) -> None:
+    values = [*ODD_VALUES, "STOP", "SAFETY", [{"blocked": True, "category": "X"}]]
+    for value in values:
+        chunk = changed(CHUNK, _set(path, value))
+        # The chunk first, and after a text chunk (model and response id already set).
+        fed_both_ways([encoded(chunk)])
+        fed_both_ways([encoded(CHUNK), encoded(chunk), encoded(CHUNK)])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"candidates":[{"content":{"parts":[{"text":"\\ud83d"}]}}]}',
+        b'{"candidates":[{"content":{"parts":[{"text":"\xff"}]}}]}',
+        b'{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"x":NaN}',
+        b'{"candidates":[],"x":' + b"[" * 3000 + b"]" * 3000 + b"}",
+        b'{"candidates":[{"content":{"parts":[{"text":"a"}]}}]} x',
+        b'[{"candidates":[{"content":{"parts":[{"text":"a"}]}}]}]',
+        b'{"candidates":[{"index":1,"content":{"parts":[{"text":"b"}]}},{"content":{}}]}',
+        b'{"candidates":[{"index":1,"content":{"parts":[{"text":"b"}]}}]}',
+        b'{"candidates":[{"content":{"parts":[{"text":"a","text":"b"}]}}],"modelVersion":""}',
+        b'{"usageMetadata":{"promptTokenCount":18446744073709551616}}',
+        b'{"usageMetadata":{"promptTokenCount":-1}}',
+        b"{}",
+        b"null",
+        b"[DONE]",
+    ],
+)
+def test_odd_chunks_same_with_and_without_quick(data: bytes) -> None:
+    fed_both_ways([data])
+    fed_both_ways([orjson.dumps(CHUNK), data])
+
+
+parts_for_chunks = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "text": text_or_null,
+            "thought": st.one_of(st.none(), st.booleans()),
+            "thoughtSignature": st.one_of(st.none(), st.just("sig")),
+        },
+    ),
+    max_size=3,
+)
+chunks = st.fixed_dictionaries(
+    {},
+    optional={
+        "candidates": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.one_of(st.none(), st.integers(0, 2)),
+                    "content": st.fixed_dictionaries({}, optional={"parts": parts_for_chunks}),
+                    "finishReason": reasons,
+                },
+            ),
+            max_size=2,
+        ),
+        "usageMetadata": st.one_of(st.none(), usage),
+        "modelVersion": text_or_null,
+        "responseId": text_or_null,
+    },
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(chunks, min_size=1, max_size=4))
+def test_generated_chunk_sequences_same_with_and_without_quick(
+    sequence: list[dict[str, Any]],
+) -> None:
+    fed_both_ways([encoded(chunk) for chunk in sequence])

@@ -369,6 +369,38 @@ class StreamDecoder(WireDecoder):
         self._ratings_kept = False
         self._final: str | None = None  # the finish reason of the final chunk
 
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """A chunk of text or thoughts (and usage) read through Structs, as `_chunk` reads
+        it; None for any other chunk (see `_QuickChunk`)."""
+        try:
+            chunk = _decode_quick(data)
+        except FAST_FAILED:
+            return None
+        if chunk.model_version:
+            self.acc.model = chunk.model_version
+        if chunk.response_id:
+            self.acc.request_id = chunk.response_id
+        events: list[StreamEvent] = []
+        usage = chunk.usage_metadata
+        if usage is not None:
+            counts = Usage(
+                usage.prompt_token_count or 0,
+                (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+                usage.cached_content_token_count or 0,
+            )
+            events.append(UsageUpdate(counts))
+        for candidate in chunk.candidates or ():
+            if not candidate.index:  # candidate 0, as `_first_candidate` picks it
+                content = candidate.content
+                for part in (content.parts if content is not None else None) or ():
+                    if part.text:
+                        thought = part.thought is True
+                        events.append(
+                            ReasoningDelta(part.text) if thought else TextDelta(part.text)
+                        )
+                break
+        return events
+
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         # A JSON array holds chunks (the `alt=json` form, or an error wrapped in an array).
         items = payload if isinstance(payload, list) else [payload]
@@ -694,7 +726,40 @@ class _FastBody(msgspec.Struct, rename="camel", gc=False):
     invocation_metrics: _Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
 
 
+# A stream chunk that `StreamDecoder.quick` takes: text and thoughts, usage, model and
+# response id. Anything else in it (a finish reason, ratings, a signature, a call, prompt
+# feedback, an error) and the full path reads the chunk.
+
+
+class _QuickPart(msgspec.Struct, rename="camel", gc=False):
+    text: str | None = None
+    thought: bool | None = None
+    thought_signature: _Absent = 0
+    function_call: _Absent = 0
+
+
+class _QuickContent(msgspec.Struct, gc=False):
+    parts: list[_QuickPart] | None = None
+
+
+class _QuickCandidate(msgspec.Struct, rename="camel", gc=False):
+    index: Int | None = 0
+    content: _QuickContent | None = None
+    finish_reason: _Absent = 0
+    safety_ratings: _Absent = 0
+
+
+class _QuickChunk(msgspec.Struct, rename="camel", gc=False):
+    candidates: list[_QuickCandidate] | None = None
+    usage_metadata: _FastUsage | None = None
+    model_version: str | None = None
+    response_id: str | None = None
+    prompt_feedback: _Absent = 0
+    error: _Absent = 0
+
+
 _decode_body = msgspec.json.Decoder(_FastBody).decode
+_decode_quick = msgspec.json.Decoder(_QuickChunk).decode
 _decode_ratings = msgspec.json.Decoder(list[_FastRating] | None).decode
 _UNSET = msgspec.UNSET
 _FINISH_REASON = FINISH_REASONS.get
