@@ -108,6 +108,8 @@ StreamEvent = (
 )
 
 _TERMINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
+_ENDS_CUT = frozenset({*_TERMINAL, FinishReason.ERROR})
+"""Finish reasons after which streamed text is a fragment (unless a rule below says not)."""
 
 
 @dataclass(slots=True)
@@ -247,40 +249,41 @@ class StreamAccumulator:
         # A stream that broke off after the provider said how the answer ended (stop,
         # length, tool calls) is still an error, but its text is the whole answer.
         answer_ended = (
-            self._error_after_end
-            and verdict is not None
-            and verdict.finish_reason not in (*_TERMINAL, FinishReason.ERROR)
+            self._error_after_end and verdict is not None and verdict.finish_reason not in _ENDS_CUT
         )
         cut_off = (
             bool(text)
-            and finish in (*_TERMINAL, FinishReason.ERROR)
+            and finish in _ENDS_CUT
             and not altered
             and not (finish is FinishReason.ERROR and answer_ended)
         )
         if refusal_text and finish not in _TERMINAL:
             # Refusal text makes the stream a refusal whatever finish reason followed it.
             finish = FinishReason.REFUSAL
+        counts = self._usage
         usage = Usage(
-            input_tokens=self._usage.input_tokens,
-            output_tokens=self._usage.output_tokens,
-            cache_read_tokens=self._usage.cache_read_tokens,
-            cache_creation_tokens=self._usage.cache_creation_tokens,
-            iterations=list(self._usage.iterations),
+            counts.input_tokens,
+            counts.output_tokens,
+            counts.cache_read_tokens,
+            counts.cache_creation_tokens,
+            list(counts.iterations),
         )
+        tools = self._tools
+        # Positional, in field order: a short stream pays this once, and keywords cost more.
         return LLMResponse(
-            content=content,
-            tool_calls=[self._tools[i] for i in sorted(self._tools)],
-            reasoning=self._reasoning.decode("utf-8", "surrogatepass") or None,
-            reasoning_details=details,
-            usage=usage,
-            finish_reason=finish,
-            raw_finish_reason=raw,
-            model=self.model,
-            request_id=self.request_id,
-            provider=self.provider,
-            api=self.api,
-            cut_off=cut_off,
-            error=_provider_error(error, finish in _TERMINAL),
+            content,
+            [tools[i] for i in sorted(tools)] if tools else [],
+            self._reasoning.decode("utf-8", "surrogatepass") or None,
+            details,
+            usage,
+            finish,
+            raw,
+            self.model,
+            self.request_id,
+            self.provider,
+            self.api,
+            cut_off,
+            _provider_error(error, finish in _TERMINAL),
         )
 
 
