@@ -233,6 +233,13 @@ def test_text_the_fast_reader_refuses_is_left_to_the_full_path(data: bytes) -> N
     assert state(decoder) == before
 
 
+def test_text_with_a_raw_lone_surrogate_is_left_to_the_full_path() -> None:
+    # Only a caller handing text (not bytes) can send one; msgspec cannot encode it.
+    data = '{"type":"content_block_delta","delta":{"type":"text_delta","text":"a\ud800"}}'
+    assert anthropic.StreamDecoder("anthropic").quick(None, data) is None
+    same_both_ways(b"event: content_block_delta\ndata: " + data.encode("utf-8", "surrogatepass"))
+
+
 def quick_kinds(path: Path) -> list[str | None]:
     """The names of the events in a fixture that the fast path must answer."""
     found: list[str | None] = []
