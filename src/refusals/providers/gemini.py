@@ -858,7 +858,7 @@ def _fast_response(body: _FastBody, candidate: _FastCandidate | None, provider: 
     elif explanation is not None:
         details.append(_stop_detail((), explanation))
     if signatures is not None:
-        details += [_signature_detail(signature) for signature in signatures]
+        details.extend(map(_signature_detail, signatures))
 
     usage = body.usage_metadata
     if type(usage) is _FastUsage:
