@@ -385,7 +385,12 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
                 b'"choices"' in payload if isinstance(payload, bytes) else '"choices"' in payload
             )
             module = openai_chat if choices else ollama
-        return module.parse_fast(payload, provider)
+        result = module.parse_fast(payload, provider)
+        if result is None and module is openai_chat and provider in _CHAT_COMPATIBLE:
+            # A Responses body sent with a chat vendor's name (`azure`…): `_module_for`
+            # reads it as Responses, and so does that module's fast path.
+            result = openai_responses.parse_fast(payload, provider)
+        return result
     last = _last_fast[0]
     result = last.parse_fast(payload, None)
     if result is not None:

@@ -51,6 +51,8 @@ from refusals.model import (
     decode_detail,
     detail_type,
     loads_lenient,
+    new_response,
+    new_usage,
 )
 from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's format
 from refusals.providers._common import (
@@ -1131,14 +1133,15 @@ def _fast_response(body: _FastConverse | _FastTracedConverse, provider: str) -> 
     if usage is None:
         counts = Usage()
     else:
-        counts = Usage(
+        counts = new_usage(
             usage.input_tokens or 0,
             usage.output_tokens or 0,
             usage.cache_read_input_tokens or 0,
             usage.cache_write_input_tokens or 0,
+            [],
         )
     metadata = body.response_metadata
-    return LLMResponse(
+    return new_response(
         content,
         tool_calls,
         reasoning_text,

@@ -40,6 +40,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -707,7 +709,7 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         # (tool calls, billed units).
         return None
     finish, with_calls, detail, interrupts = _FINISH_ROWS.get(raw, _UNKNOWN_FINISH)
-    return LLMResponse(
+    return new_response(
         content,
         calls,
         reasoning,
@@ -752,7 +754,9 @@ def _fast_usage(holder: _FastUsage) -> Usage:
     if tokens is not None:
         given_in, given_out = tokens.input_tokens, tokens.output_tokens
         if type(given_in) is int and type(given_out) is int:  # the common case
-            return Usage(given_in if given_in > 0 else 0, given_out if given_out > 0 else 0, cached)
+            return new_usage(
+                given_in if given_in > 0 else 0, given_out if given_out > 0 else 0, cached, 0, []
+            )
         if given_in is _UNSET and given_out is _UNSET:
             tokens = None  # an empty object: `forbid_unknown_fields` rejects other keys
     if tokens is None:

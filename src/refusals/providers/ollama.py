@@ -36,6 +36,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -395,14 +397,17 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         finish = _UNFINISHED  # a body that says it is not done is a cut stream
     content = content or None
     prompt, evaluated = body.prompt_eval_count, body.eval_count  # as `integer` reads them
-    return LLMResponse(
+    return new_response(
         content,
         calls,
         reasoning or None,
         [],
-        Usage(
+        new_usage(
             prompt if prompt is not None and prompt > 0 else 0,
             evaluated if evaluated is not None and evaluated > 0 else 0,
+            0,
+            0,
+            [],
         ),
         finish,
         raw,

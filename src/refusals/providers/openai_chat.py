@@ -68,6 +68,8 @@ from refusals.model import (
     Usage,
     decode_detail,
     detail_type,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -1706,10 +1708,12 @@ def _fast_response(body: _FastCompletion, choice: _FastChoice, provider: str) ->
         else:
             cached = prompt_details.cached_tokens or usage.prompt_cache_hit_tokens or 0
             written = prompt_details.cache_write_tokens or 0
-        counts = Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, written, [])
+        counts = new_usage(
+            usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, written, []
+        )
     model = body.model
     request_id = body.id
-    return LLMResponse(
+    return new_response(
         content or None,
         tool_calls,
         reasoning,

@@ -45,6 +45,8 @@ from refusals.model import (
     Usage,
     decode_detail,
     detail_type,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -264,7 +266,7 @@ def _response(
     details.extend(moderation.details)
 
     terminal = interrupted(finish)
-    return LLMResponse(
+    return new_response(
         content or None,
         tool_calls,
         "\n\n".join(reasoning) or None,
@@ -956,11 +958,12 @@ def _fast_response(body: _FastResponse, provider: str) -> LLMResponse:
         counts = Usage()
     else:
         details = usage.input_tokens_details
-        counts = Usage(
+        counts = new_usage(
             count(usage.input_tokens),
             count(usage.output_tokens),
             count(details.cached_tokens) if details is not None else 0,
             count(details.cache_write_tokens) if details is not None else 0,
+            [],
         )
     incomplete = body.incomplete_details
     model = body.model
