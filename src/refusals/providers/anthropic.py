@@ -38,6 +38,8 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -202,7 +204,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 
 
-class _FastBlock(msgspec.Struct):
+class _FastBlock(msgspec.Struct, gc=False):
     type: str | None = None
     text: str | None = None
     thinking: str | None = None
@@ -216,7 +218,7 @@ class _FastBlock(msgspec.Struct):
     trigger: Raw = NO_RAW
 
 
-class _FastStop(msgspec.Struct):
+class _FastStop(msgspec.Struct, gc=False):
     category: str | None = None
     explanation: str | None = None
     recommended_model: str | None = None
@@ -224,7 +226,7 @@ class _FastStop(msgspec.Struct):
     fallback_has_prefill_claim: bool | None = None
 
 
-class _FastUsage(msgspec.Struct):
+class _FastUsage(msgspec.Struct, gc=False):
     input_tokens: Count | None = 0
     output_tokens: Count | None = 0
     cache_read_input_tokens: Count | None = 0
@@ -232,7 +234,7 @@ class _FastUsage(msgspec.Struct):
     iterations: Raw = NO_RAW
 
 
-class _FastMessage(msgspec.Struct):
+class _FastMessage(msgspec.Struct, gc=False):
     type: str | None = None
     object: str | None = None
     id: str | None = None
@@ -247,6 +249,7 @@ class _FastMessage(msgspec.Struct):
 
 
 _decode_message = msgspec.json.Decoder(_FastMessage).decode
+_ERROR = FinishReason.ERROR  # an enum member read off its class costs ~100 ns on 3.11
 
 
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
@@ -313,21 +316,21 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
             details.append(stop.to_detail())
 
     raw = body.stop_reason if isinstance(body.stop_reason, str) else None
-    finish = STOP_REASONS.get(raw, FinishReason.ERROR) if raw is not None else FinishReason.ERROR
+    finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
     content = "".join(texts) or None
     reasoning = "\n\n".join(thinking) if thinking else None
     usage = body.usage
     if usage is None:
         counts = Usage()
     else:
-        counts = Usage(
+        counts = new_usage(
             usage.input_tokens or 0,
             usage.output_tokens or 0,
             usage.cache_read_input_tokens or 0,
             usage.cache_creation_input_tokens or 0,
             _iterations(usage.iterations) if usage.iterations else [],
         )
-    return LLMResponse(
+    return new_response(
         content,
         tool_calls,
         reasoning,
