@@ -40,6 +40,11 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 """A token count as `integer` reads it: `Count | None = 0` and `value or 0` give the same
 count; a negative one is rejected (the dict path reads it as 0)."""
 
+Absent = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A key that sends the body elsewhere (another format's, an error's): no JSON value
+decodes as this type, so the decode itself declines a body that has the key, where a
+check of each field afterwards costs an attribute test per key. Declare it `= 0`."""
+
 FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError, UnicodeEncodeError)
 """What a typed decode raises on a body it does not take: ValidationError included; msgspec
 raises RecursionError on deep nesting, even in a value it skips, and UnicodeEncodeError on

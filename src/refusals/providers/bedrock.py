@@ -34,7 +34,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 import orjson
@@ -59,6 +59,7 @@ from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
     NO_RAW,
+    Absent,
     Count,
     JsonObject,
     NormalizeError,
@@ -943,9 +944,6 @@ def _block_index(payload: JsonObject) -> int:
 # policies is read again raw, by the dict reader's helpers. The Structs are gc=False:
 # decoded JSON holds no reference cycles, and untracked objects allocate faster.
 
-_Absent = Annotated[int, msgspec.Meta(ge=1, le=0)]
-"""A key whose presence, with any value, sends the body to the raw-trace decoder."""
-
 
 class _FastReasoningText(msgspec.Struct, gc=False):
     text: str | None = None
@@ -989,12 +987,12 @@ class _FastUsage(msgspec.Struct, rename="camel", gc=False):
 class _FastAssessment(msgspec.Struct, rename="camel", gc=False):
     # Every policy `_guardrail_outcome` reads; an assessment with none of them (only
     # details and metrics) adds nothing to the verdict.
-    topic_policy: _Absent = 0
-    content_policy: _Absent = 0
-    word_policy: _Absent = 0
-    sensitive_information_policy: _Absent = 0
-    contextual_grounding_policy: _Absent = 0
-    automated_reasoning_policy: _Absent = 0
+    topic_policy: Absent = 0
+    content_policy: Absent = 0
+    word_policy: Absent = 0
+    sensitive_information_policy: Absent = 0
+    contextual_grounding_policy: Absent = 0
+    automated_reasoning_policy: Absent = 0
 
 
 # A part of the trace: guardrail id → assessment (or list of them), or a list of such maps.

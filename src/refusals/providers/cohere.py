@@ -27,7 +27,7 @@ only thing its value says about the block.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
@@ -47,6 +47,7 @@ from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
     NO_RAW,
+    Absent,
     Int,
     JsonObject,
     NormalizeError,
@@ -568,8 +569,6 @@ def _is_upper(value: Any) -> bool:
 
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 
-_MustBeAbsent = Annotated[int, msgspec.Meta(ge=1, le=0)]
-"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
 
 _UNSET = msgspec.UNSET
 
@@ -618,28 +617,24 @@ class _FastChat(msgspec.Struct, gc=False):
     # (`_CLAIMED_EARLIER` in providers/__init__.py), `choices` (see `detect_provider`), and
     # those `bedrock.is_invoke_body` reads (every native InvokeModel kind needs `results`,
     # `generation` or `outputs`).
-    type: _MustBeAbsent = 0
-    object: _MustBeAbsent = 0
-    output: _MustBeAbsent = 0
-    error: _MustBeAbsent = 0
-    candidates: _MustBeAbsent = 0
-    promptFeedback: _MustBeAbsent = 0
-    prompt_feedback: _MustBeAbsent = 0
-    usageMetadata: _MustBeAbsent = 0
-    usage_metadata: _MustBeAbsent = 0
-    stopReason: _MustBeAbsent = 0
-    aws_type: _MustBeAbsent = msgspec.field(default=0, name="__type")
-    aws_error: _MustBeAbsent = msgspec.field(default=0, name="Error")
-    choices: _MustBeAbsent = 0
-    guardrail_action: _MustBeAbsent = msgspec.field(
-        default=0, name="amazon-bedrock-guardrailAction"
-    )
-    invocation_metrics: _MustBeAbsent = msgspec.field(
-        default=0, name="amazon-bedrock-invocationMetrics"
-    )
-    results: _MustBeAbsent = 0
-    generation: _MustBeAbsent = 0
-    outputs: _MustBeAbsent = 0
+    type: Absent = 0
+    object: Absent = 0
+    output: Absent = 0
+    error: Absent = 0
+    candidates: Absent = 0
+    promptFeedback: Absent = 0
+    prompt_feedback: Absent = 0
+    usageMetadata: Absent = 0
+    usage_metadata: Absent = 0
+    stopReason: Absent = 0
+    aws_type: Absent = msgspec.field(default=0, name="__type")
+    aws_error: Absent = msgspec.field(default=0, name="Error")
+    choices: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
+    results: Absent = 0
+    generation: Absent = 0
+    outputs: Absent = 0
 
 
 _decode_chat = msgspec.json.Decoder(_FastChat).decode

@@ -24,7 +24,7 @@ answer.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
@@ -42,6 +42,7 @@ from refusals.model import (
 from refusals.providers._common import (
     FAST_FAILED,
     NO_RAW,
+    Absent,
     Int,
     JsonObject,
     NormalizeError,
@@ -287,9 +288,6 @@ def _tool_call(item: Any) -> ToolCall:
 
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 
-_MustBeAbsent = Annotated[int, msgspec.Meta(ge=1, le=0)]
-"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
-
 
 class _FastMessage(msgspec.Struct, gc=False):
     # `parse_response` reads the message only when it is a non-empty object; `role` is
@@ -314,30 +312,26 @@ class _FastBody(msgspec.Struct, gc=False):
     # OpenAI-style body, see `_module_for`), the ones `bedrock.is_invoke_body` reads (every
     # native InvokeModel kind needs `results`, `generation` or `outputs`), and the ones
     # without which `cohere.detect_provider`, asked first, says None.
-    type: _MustBeAbsent = 0
-    object: _MustBeAbsent = 0
-    output: _MustBeAbsent = 0
-    error: _MustBeAbsent = 0
-    candidates: _MustBeAbsent = 0
-    promptFeedback: _MustBeAbsent = 0
-    prompt_feedback: _MustBeAbsent = 0
-    usageMetadata: _MustBeAbsent = 0
-    usage_metadata: _MustBeAbsent = 0
-    stopReason: _MustBeAbsent = 0
-    aws_type: _MustBeAbsent = msgspec.field(default=0, name="__type")
-    aws_error: _MustBeAbsent = msgspec.field(default=0, name="Error")
-    choices: _MustBeAbsent = 0
-    guardrail_action: _MustBeAbsent = msgspec.field(
-        default=0, name="amazon-bedrock-guardrailAction"
-    )
-    invocation_metrics: _MustBeAbsent = msgspec.field(
-        default=0, name="amazon-bedrock-invocationMetrics"
-    )
-    results: _MustBeAbsent = 0
-    generation: _MustBeAbsent = 0
-    outputs: _MustBeAbsent = 0
-    finish_reason: _MustBeAbsent = 0
-    generation_id: _MustBeAbsent = 0
+    type: Absent = 0
+    object: Absent = 0
+    output: Absent = 0
+    error: Absent = 0
+    candidates: Absent = 0
+    promptFeedback: Absent = 0
+    prompt_feedback: Absent = 0
+    usageMetadata: Absent = 0
+    usage_metadata: Absent = 0
+    stopReason: Absent = 0
+    aws_type: Absent = msgspec.field(default=0, name="__type")
+    aws_error: Absent = msgspec.field(default=0, name="Error")
+    choices: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
+    results: Absent = 0
+    generation: Absent = 0
+    outputs: Absent = 0
+    finish_reason: Absent = 0
+    generation_id: Absent = 0
 
 
 _decode_body = msgspec.json.Decoder(_FastBody).decode
