@@ -204,6 +204,14 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 
 
+class _FastModelRef(msgspec.Struct, gc=False):
+    model: str | None = None
+
+
+class _FastTrigger(msgspec.Struct, gc=False):
+    type: str | None = None
+
+
 class _FastBlock(msgspec.Struct, gc=False):
     type: str | None = None
     text: str | None = None
@@ -213,9 +221,10 @@ class _FastBlock(msgspec.Struct, gc=False):
     id: str | None = None
     name: str | None = None
     input: Raw = NO_RAW
-    from_: Raw = msgspec.field(default=NO_RAW, name="from")
-    to: Raw = NO_RAW
-    trigger: Raw = NO_RAW
+    # A fallback block's models: `{"model": ...}` or a bare name (see `_model_name`).
+    from_: str | _FastModelRef | None = msgspec.field(default=None, name="from")
+    to: str | _FastModelRef | None = None
+    trigger: _FastTrigger | None = None
 
 
 class _FastStop(msgspec.Struct, gc=False):
@@ -296,12 +305,13 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
             arguments = json_text(raw_value(block.input)) if block.input else ""
             tool_calls.append(ToolCall(block.id or "", block.name or "", arguments))
         elif kind == "fallback":
-            parts = {
-                "from": raw_value(block.from_),
-                "to": raw_value(block.to),
-                "trigger": raw_value(block.trigger),
-            }
-            details.append(_fallback(parts).to_detail())
+            source, target, trigger = block.from_, block.to, block.trigger
+            fallback = Fallback(
+                source.model if isinstance(source, _FastModelRef) else source,
+                target.model if isinstance(target, _FastModelRef) else target,
+                trigger.type if trigger is not None else None,
+            )
+            details.append(fallback.to_detail())
 
     given = body.stop_details
     if given is not None:
@@ -347,10 +357,9 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
 
 
 def _iterations(value: Raw) -> list[JsonObject]:
+    # The dicts are orjson's own, fresh: unlike `_usage`, no copy of a caller's dict.
     iterations = raw_value(value)
-    return (
-        [dict(it) for it in iterations if isinstance(it, dict)] if type(iterations) is list else []
-    )
+    return [it for it in iterations if type(it) is dict] if type(iterations) is list else []
 
 
 def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
