@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 import orjson
@@ -49,11 +49,14 @@ from refusals.model import (
     StopDetails,
     ToolCall,
     Usage,
+    new_response,
+    new_usage,
 )
 from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
     NO_RAW,
+    Absent,
     Count,
     Int,
     JsonObject,
@@ -383,10 +386,12 @@ class StreamDecoder(WireDecoder):
         events: list[StreamEvent] = []
         usage = chunk.usage_metadata
         if usage is not None:
-            counts = Usage(
+            counts = new_usage(
                 usage.prompt_token_count or 0,
                 (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
                 usage.cached_content_token_count or 0,
+                0,
+                [],
             )
             events.append(UsageUpdate(counts))
         for candidate in chunk.candidates or ():
@@ -656,9 +661,6 @@ def _usage(meta: JsonObject) -> Usage:
 # are read as orjson reads them. The Structs hold no cycles, so the garbage collector need
 # not track them (`gc=False`).
 
-_Absent = Annotated[int, msgspec.Meta(ge=1, le=0)]
-"""A key whose presence alone sends the body to the dict path: no JSON value decodes as it."""
-
 
 class _FastCall(msgspec.Struct, gc=False):
     id: str | None = None
@@ -717,13 +719,13 @@ class _FastBody(msgspec.Struct, rename="camel", gc=False):
     create_time: Raw = NO_RAW
     # Keys that point detection at another format (`_hint`, `detect_provider`, Bedrock's
     # InvokeModel markers) or make the body an error body: the dict path decides those.
-    object: _Absent = 0
-    type: _Absent = 0
-    error: _Absent = 0
-    choices: _Absent = 0
-    output: _Absent = 0
-    guardrail_action: _Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
-    invocation_metrics: _Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
+    object: Absent = 0
+    type: Absent = 0
+    error: Absent = 0
+    choices: Absent = 0
+    output: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
 
 
 # A stream chunk that `StreamDecoder.quick` takes: text and thoughts, usage, model and
@@ -734,8 +736,8 @@ class _FastBody(msgspec.Struct, rename="camel", gc=False):
 class _QuickPart(msgspec.Struct, rename="camel", gc=False):
     text: str | None = None
     thought: bool | None = None
-    thought_signature: _Absent = 0
-    function_call: _Absent = 0
+    thought_signature: Absent = 0
+    function_call: Absent = 0
 
 
 class _QuickContent(msgspec.Struct, gc=False):
@@ -745,8 +747,8 @@ class _QuickContent(msgspec.Struct, gc=False):
 class _QuickCandidate(msgspec.Struct, rename="camel", gc=False):
     index: Int | None = 0
     content: _QuickContent | None = None
-    finish_reason: _Absent = 0
-    safety_ratings: _Absent = 0
+    finish_reason: Absent = 0
+    safety_ratings: Absent = 0
 
 
 class _QuickChunk(msgspec.Struct, rename="camel", gc=False):
@@ -754,8 +756,8 @@ class _QuickChunk(msgspec.Struct, rename="camel", gc=False):
     usage_metadata: _FastUsage | None = None
     model_version: str | None = None
     response_id: str | None = None
-    prompt_feedback: _Absent = 0
-    error: _Absent = 0
+    prompt_feedback: Absent = 0
+    error: Absent = 0
 
 
 _decode_body = msgspec.json.Decoder(_FastBody).decode
@@ -862,17 +864,19 @@ def _fast_response(body: _FastBody, candidate: _FastCandidate | None, provider: 
 
     usage = body.usage_metadata
     if type(usage) is _FastUsage:
-        counts = Usage(
+        counts = new_usage(
             usage.prompt_token_count or 0,
             # Thinking tokens are billed as output (as `_usage` counts them).
             (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
             usage.cached_content_token_count or 0,
+            0,
+            [],
         )
     else:
-        counts = Usage()
+        counts = new_usage(0, 0, 0, 0, [])
     model = body.model_version
     request_id = body.response_id
-    return LLMResponse(
+    return new_response(
         text or None,
         tool_calls,
         thought or None,
