@@ -273,7 +273,7 @@ def normalize(
         if provider is None or type(provider) is str:
             quick = _fast(payload, provider)
             if quick is not None:
-                return _finish(quick, None)
+                return quick if quick.error is None else _finish(quick, None)
         fast = False  # tried: the dict path below answers
     if provider is not None or status is not None or headers is not None:
         _check_arguments(provider, status, headers)

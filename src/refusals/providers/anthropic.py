@@ -27,6 +27,7 @@ from dataclasses import fields
 from typing import Any
 
 import msgspec
+import orjson
 
 from refusals.model import (
     Detail,
@@ -315,15 +316,21 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
 
     given = body.stop_details
     if given is not None:
-        stop = StopDetails(
-            category=given.category,
-            explanation=given.explanation,
-            recommended_model=given.recommended_model,
-            fallback_credit_token=given.fallback_credit_token,
-            fallback_has_prefill_claim=given.fallback_has_prefill_claim,
-        )
-        if not stop.is_empty():
-            details.append(stop.to_detail())
+        # `StopDetails.to_detail()` of these facts, written without building one (a
+        # refusal pays for it on every body); nothing when the provider said nothing.
+        stop: JsonObject = {"type": "stop_details"}
+        if given.category is not None:
+            stop["category"] = given.category
+        if given.explanation is not None:
+            stop["explanation"] = given.explanation
+        if given.recommended_model is not None:
+            stop["recommended_model"] = given.recommended_model
+        if given.fallback_credit_token is not None:
+            stop["fallback_credit_token"] = given.fallback_credit_token
+        if given.fallback_has_prefill_claim is not None:
+            stop["fallback_has_prefill_claim"] = given.fallback_has_prefill_claim
+        if len(stop) > 1:
+            details.append(orjson.dumps(stop).decode())
 
     raw = body.stop_reason if isinstance(body.stop_reason, str) else None
     finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
