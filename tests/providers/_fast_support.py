@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import NormalizeError, normalize
+from refusals.providers._protocol import WireFormat
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -37,14 +38,23 @@ FOLDER_PROVIDER = {
 }
 
 
+class _Declines:
+    """A wire format whose fast path declines every body."""
+
+    @staticmethod
+    def parse_fast(data: bytes | str, provider: str | None) -> None:
+        return None
+
+
 @contextlib.contextmanager
 def fast_off() -> Iterator[None]:
-    saved = providers._fast
+    saved, last = providers._fast, providers._last_fast[0]
     providers._fast = lambda payload, provider: None
+    providers._last_fast[0] = cast(WireFormat, _Declines)
     try:
         yield
     finally:
-        providers._fast = saved
+        providers._fast, providers._last_fast[0] = saved, last
 
 
 def outcome(payload: Any, provider: str | None, status: int | None = None) -> object:

@@ -271,7 +271,10 @@ def normalize(
     if fast and headers is None and url is None and status is None:
         # The common call, answered by a typed fast path without the general set-up below.
         if provider is None or type(provider) is str:
-            quick = _fast(payload, provider)
+            # The module that read the last body is asked here, a call sooner than in _fast.
+            quick = _last_fast[0].parse_fast(payload, None) if provider is None else None
+            if quick is None:
+                quick = _fast(payload, provider)
             if quick is not None:
                 return quick if quick.error is None else _finish(quick, None)
         fast = False  # tried: the dict path below answers
