@@ -387,23 +387,23 @@ def _plausible(line: bytes, deep_refused: bool) -> bool:
     return line.count(b"[") + line.count(b"{") <= ORJSON_MAX_DEPTH
 
 
-def _payload(raw: Raw) -> bytes | str | None:
-    """A body as the dict path hands it to `normalize` (an object as its bytes, a string
-    as its text); None for any other value or none."""
-    data = bytes(raw)
-    if data[:1] == b"{":
-        return data
-    if data[:1] == b'"':
-        return _decode_text(data)
-    return None
+TypedRead = tuple[LLMResponse, str | None, str]
+"""What the typed path reads from a line: the response, its custom id and the layout."""
 
 
-def _openai_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None] | None:
+def _text_payload(data: bytes) -> str | None:
+    """A body that is not an object, as the dict path hands it to `normalize`: a string's
+    text; None for any other value or none."""
+    return _decode_text(data) if data[:1] == b'"' else None
+
+
+def _openai_batch_typed(envelope: _Envelope) -> TypedRead | None:
     """`openai_batch_response` on the typed envelope; None to take the dict path."""
     custom_id = envelope.custom_id if type(envelope.custom_id) is str else None
     wrapped = envelope.response
     if type(wrapped) is _Response:
-        body = _payload(wrapped.body)
+        data = bytes(wrapped.body)
+        body = data if data[:1] == b"{" else _text_payload(data)
         if body is not None:
             status = wrapped.status_code
             if status is not None and 400 <= status < _U64_LIMIT:
@@ -415,15 +415,15 @@ def _openai_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None] |
                     response = normalize(body, provider="openai")
             if response.request_id is None:
                 response.request_id = wrapped.request_id
-            return response, custom_id
+            return response, custom_id, "openai-batch"
     error = envelope.error
     if type(error) is Raw and bytes(error)[:1] == b"{":
         code = _decode_openai_error(error).code
-        return _status_only("openai", code or "error"), custom_id
+        return _status_only("openai", code or "error"), custom_id, "openai-batch"
     return None
 
 
-def _anthropic_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None] | None:
+def _anthropic_batch_typed(envelope: _Envelope) -> TypedRead | None:
     """`anthropic_batch_response` on the typed envelope; None to take the dict path."""
     result = envelope.result
     if type(result) is not _Result:
@@ -431,22 +431,21 @@ def _anthropic_batch_typed(envelope: _Envelope) -> tuple[LLMResponse, str | None
     custom_id = envelope.custom_id if type(envelope.custom_id) is str else None
     kind = result.type
     if kind == "succeeded":
-        message = _payload(result.message)
-        if type(message) is not bytes:
+        message = bytes(result.message)
+        if message[:1] != b"{":
             return None
-        return normalize(message, provider="anthropic"), custom_id
+        return normalize(message, provider="anthropic"), custom_id, "anthropic-batch"
     if kind == "errored":
-        error = _payload(result.error)
-        if type(error) is not bytes:
+        error = bytes(result.error)
+        if error[:1] != b"{":
             return None
         # Rare, and normalize reads an error body the dict way whatever it is given:
         # decode it here once, to find the status its type stands for.
         body = orjson.loads(error)
-        return normalize(body, provider="anthropic", status=_anthropic_error_status(body)), (
-            custom_id
-        )
+        status = _anthropic_error_status(body)
+        return normalize(body, provider="anthropic", status=status), custom_id, "anthropic-batch"
     if kind in ("canceled", "expired"):
-        return _status_only("anthropic", kind), custom_id
+        return _status_only("anthropic", kind), custom_id, "anthropic-batch"
     return None
 
 
@@ -557,7 +556,7 @@ class Classifier:
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
 
-    def read_line(self, line: bytes) -> tuple[LLMResponse, str | None, str] | None:
+    def read_line(self, line: bytes) -> TypedRead | None:
         """The typed path: the response in a raw line, its custom id and its layout, or
         None when the line must take the dict path (`classify(orjson.loads(line), n)`).
 
@@ -576,30 +575,25 @@ class Classifier:
             layout = self.layout
             if not self.forced:
                 # `Classifier._shape`, on the typed envelope.
-                if envelope.custom_id is not UNSET and envelope.result is not UNSET:
-                    layout = "anthropic-batch"
-                elif envelope.custom_id is not UNSET and (
-                    envelope.response is not UNSET or envelope.error is not UNSET
-                ):
-                    layout = "openai-batch"
-                elif type(kind := envelope.type) is str and (
+                if envelope.custom_id is not UNSET:
+                    if envelope.result is not UNSET:
+                        return _anthropic_batch_typed(envelope)
+                    if envelope.response is not UNSET or envelope.error is not UNSET:
+                        return _openai_batch_typed(envelope)
+                kind = envelope.type
+                if type(kind) is str and (
                     kind in _EXEC_TYPES or kind == "refusal" or kind.startswith("item.")
                 ):
                     return None  # exec events are stateful: the dict path reads them
-                else:
-                    layout = "json" if layout == "json" else "jsonl"
-            # (A file of exec events is read the dict way throughout: see `__init__`.)
-            if layout == "openai-batch":
-                read = _openai_batch_typed(envelope)
+                layout = "json" if layout == "json" else "jsonl"
+            elif layout == "openai-batch":
+                return _openai_batch_typed(envelope)
             elif layout == "anthropic-batch":
-                read = _anthropic_batch_typed(envelope)
-            else:
-                read = normalize(line), None
+                return _anthropic_batch_typed(envelope)
+            # A file of exec events is read the dict way throughout (see `__init__`).
+            return normalize(line), None, layout
         except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
             return None
-        if read is None:
-            return None
-        return read[0], read[1], layout
 
     def count_line(self, line: bytes, summary: Summary, tally: Tally) -> bool:
         """The typed path for a scan that keeps no records: count the line's response
