@@ -46,10 +46,14 @@ class _Declines:
         return None
 
 
+def _no_fast(payload: bytes | str, provider: str | None, again: bool = True) -> None:
+    return None
+
+
 @contextlib.contextmanager
 def fast_off() -> Iterator[None]:
     saved, last = providers._fast, providers._last_fast[0]
-    providers._fast = lambda payload, provider: None
+    providers._fast = _no_fast
     providers._last_fast[0] = cast(WireFormat, _Declines)
     try:
         yield

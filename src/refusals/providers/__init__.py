@@ -268,16 +268,18 @@ def normalize(
     argument of the wrong type.
     """
     fast = type(payload) is bytes or type(payload) is str
-    if fast and headers is None and url is None and status is None:
-        # The common call, answered by a typed fast path without the general set-up below.
-        if provider is None or type(provider) is str:
-            # The module that read the last body is asked here, a call sooner than in _fast.
-            quick = _last_fast[0].parse_fast(payload, None) if provider is None else None
-            if quick is None:
-                quick = _fast(payload, provider)
-            if quick is not None:
-                return quick if quick.error is None else _finish(quick, None)
+    if provider is None and fast and status is None and headers is None and url is None:
+        # The common call, answered by a typed fast path without the general set-up below;
+        # the module that read the last body is asked first, from here.
+        quick = _last_fast[0].parse_fast(payload, None) or _fast(payload, None, again=False)
+        if quick is not None:
+            return quick if quick.error is None else _finish(quick, None)
         fast = False  # tried: the dict path below answers
+    elif fast and status is None and headers is None and url is None and type(provider) is str:
+        quick = _fast(payload, provider)
+        if quick is not None:
+            return quick if quick.error is None else _finish(quick, None)
+        fast = False
     if provider is not None or status is not None or headers is not None:
         _check_arguments(provider, status, headers)
     if url is not None:
@@ -377,8 +379,9 @@ _last_fast: list[WireFormat] = [anthropic]
 """The module whose fast path read the last body that came without a provider."""
 
 
-def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
-    """The response from a module's typed fast path, or None to take the dict path."""
+def _fast(payload: bytes | str, provider: str | None, again: bool = True) -> LLMResponse | None:
+    """The response from a module's typed fast path, or None to take the dict path
+    (`again=False`: the last module was asked already)."""
     if provider is not None:
         module = _FAST_BY_PROVIDER.get(provider)
         if module is None:
@@ -395,7 +398,7 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
             result = openai_responses.parse_fast(payload, provider)
         return result
     last = _last_fast[0]
-    result = last.parse_fast(payload, None)
+    result = last.parse_fast(payload, None) if again else None
     if result is not None:
         return result
     tried = [last]
