@@ -269,34 +269,41 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return None
     try:
         body = _decode_message(data)
-        if body.type != "message":
-            return None
-        if provider is None:
-            # What detection checks: no other format's hint, no Bedrock InvokeModel
-            # marker, and a Messages shape (see `_is_message`).
-            if body.object in ("chat.completion", "response"):
-                return None
-            if body.guardrail_action or body.invocation_metrics:
-                return None
-            if body.stop_reason is _UNSET and not (
-                body.content is not None and body.model is not _UNSET and not body.status
-            ):
-                return None
-        return _fast_response(body, provider or "anthropic")
     except FAST_FAILED:
         return None
+    if body.type != "message":
+        return None
+    content = body.content
+    stop_reason = body.stop_reason
+    if provider is None:
+        # What detection checks: no other format's hint, no Bedrock InvokeModel marker,
+        # and a Messages shape (see `_is_message`).
+        if body.object is not None and body.object in ("chat.completion", "response"):
+            return None
+        if body.guardrail_action or body.invocation_metrics:
+            return None
+        if stop_reason is _UNSET and not (
+            content is not None and body.model is not _UNSET and not body.status
+        ):
+            return None
+        provider = "anthropic"
 
-
-def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
-    texts: list[str] = []
+    text: str | None = None
+    texts: list[str] | None = None  # from a second text block on
     thinking: list[str] = []
     tool_calls: list[ToolCall] = []
     details: list[Detail] = []
-    for block in body.content or ():
+    for block in content or ():
         kind = block.type
         if kind == "text":
-            if block.text:
-                texts.append(block.text)
+            piece = block.text
+            if piece:
+                if text is None:
+                    text = piece
+                elif texts is None:
+                    texts = [text, piece]
+                else:
+                    texts.append(piece)
         elif kind == "thinking":
             if block.thinking:
                 thinking.append(block.thinking)
@@ -304,7 +311,10 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
         elif kind == "redacted_thinking":
             details.append(typed_detail("redacted_thinking", "data", block.data))
         elif kind == "tool_use":
-            arguments = json_text(raw_value(block.input)) if block.input else ""
+            try:
+                arguments = json_text(raw_value(block.input)) if block.input else ""
+            except FAST_FAILED:
+                return None
             tool_calls.append(ToolCall(block.id or "", block.name or "", arguments))
         elif kind == "fallback":
             source, target, trigger = block.from_, block.to, block.trigger
@@ -314,6 +324,8 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
                 trigger.type if trigger is not None else None,
             )
             details.append(fallback.to_detail())
+    if texts is not None:
+        text = "".join(texts)
 
     given = body.stop_details
     if given is not None:
@@ -333,34 +345,42 @@ def _fast_response(body: _FastMessage, provider: str) -> LLMResponse:
         if len(stop) > 1:
             details.append(orjson.dumps(stop).decode())
 
-    raw = body.stop_reason if isinstance(body.stop_reason, str) else None
-    finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
-    content = "".join(texts) or None
+    if stop_reason is None or stop_reason is _UNSET:
+        raw = None
+        finish = _ERROR
+    else:
+        raw = stop_reason
+        finish = STOP_REASONS.get(raw, _ERROR)
     reasoning = "\n\n".join(thinking) if thinking else None
     usage = body.usage
     if usage is None:
         counts = Usage()
     else:
+        try:
+            iterations = _iterations(usage.iterations) if usage.iterations else []
+        except FAST_FAILED:
+            return None
         counts = new_usage(
             usage.input_tokens or 0,
             usage.output_tokens or 0,
             usage.cache_read_input_tokens or 0,
             usage.cache_creation_input_tokens or 0,
-            _iterations(usage.iterations) if usage.iterations else [],
+            iterations,
         )
+    model = body.model
     return new_response(
-        content,
+        text,
         tool_calls,
         reasoning,
         details,
         counts,
         finish,
         raw,
-        body.model if isinstance(body.model, str) else None,
+        None if model is _UNSET else model,
         body.id,
         provider,
         API,
-        finish in INTERRUPTED and bool(content or tool_calls or reasoning),
+        finish in INTERRUPTED and bool(text or tool_calls or reasoning),
     )
 
 
