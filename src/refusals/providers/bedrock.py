@@ -1062,96 +1062,95 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             # A trace in which some policy was assessed, or one of a shape the typed trace
             # does not take (or a body that is no Converse body: then this fails too).
             body = _decode_traced(data)
+        raw = body.stop_reason
         # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
         # keys make an InvokeModel body whatever the hint (given "bedrock" too).
-        if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:
+        if raw is _UNSET or body.guardrail_action or body.invocation_metrics:
             return None
+        output = body.output
         if provider is None:
             # What detection checks: no hint of a format asked before Bedrock, and
             # `detect_provider`'s output object beside the stopReason.
             if body.object in ("chat.completion", "response") or body.type in ("message", "error"):
                 return None
-            if body.candidates or body.prompt_feedback or body.output is None:
+            if body.candidates or body.prompt_feedback or output is None:
                 return None
-        return _fast_response(body, provider or "bedrock")
+            provider = "bedrock"
+
+        texts: list[str] = []
+        thinking: list[str] = []
+        tool_calls: list[ToolCall] = []
+        details: list[Detail] = []
+        message = output.message if output is not None else None
+        for block in (message.content if message is not None else None) or ():
+            text = block.text
+            if text:
+                texts.append(text)
+            if block.citations_content:
+                texts += _cited_texts(raw_value(block.citations_content))
+            tool = block.tool_use
+            if tool is not None:
+                arguments = json_text(raw_value(tool.input)) if tool.input else ""
+                tool_calls.append(ToolCall(tool.tool_use_id or "", tool.name or "", arguments))
+            reasoning = block.reasoning_content
+            if reasoning is not None:
+                given = reasoning.reasoning_text
+                if given is not _UNSET:
+                    if given is not None and given.text:
+                        thinking.append(given.text)
+                    signature = given.signature if given is not None else None
+                    details.append(typed_detail("thinking", "signature", signature))
+                redacted = reasoning.redacted_content
+                if redacted is not _UNSET:
+                    details.append(typed_detail("redacted_thinking", "data", redacted))
+
+        finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
+        stop = None
+        trace = body.trace
+        if trace is None:
+            pass
+        elif isinstance(trace, Raw):
+            if trace:
+                guardrail = obj(obj(raw_value(trace)).get("guardrail"))
+                finish, stop = _guardrail_outcome(finish, guardrail)
+        elif finish is _CONTENT_FILTER:
+            # No policy in the trace: only a filter stop's explanation can come from it (an
+            # ordinary stop's "No action." adds nothing).
+            typed = trace.guardrail
+            reason = typed.action_reason if typed is not None else None
+            finish, stop = _guardrail_outcome(finish, {"actionReason": reason})
+        if stop is not None:
+            details.append(stop.to_detail())
+
+        content = "".join(texts) or None
+        reasoning_text = "\n\n".join(thinking) if thinking else None
+        usage = body.usage
+        if usage is None:
+            counts = Usage()
+        else:
+            counts = new_usage(
+                usage.input_tokens or 0,
+                usage.output_tokens or 0,
+                usage.cache_read_input_tokens or 0,
+                usage.cache_write_input_tokens or 0,
+                [],
+            )
+        metadata = body.response_metadata
+        return new_response(
+            content,
+            tool_calls,
+            reasoning_text,
+            details,
+            counts,
+            finish,
+            raw,
+            None,  # Converse does not echo the model id in the body.
+            metadata.request_id if metadata is not None else None,
+            provider,
+            API,
+            finish in INTERRUPTED
+            and bool(content or tool_calls or reasoning_text)
+            and not (stop is not None and stop.altered),
+        )
     except _DECLINED:
         return None
-
-
-def _fast_response(body: _FastConverse | _FastTracedConverse, provider: str) -> LLMResponse:
-    texts: list[str] = []
-    thinking: list[str] = []
-    tool_calls: list[ToolCall] = []
-    details: list[Detail] = []
-    message = body.output.message if body.output is not None else None
-    for block in (message.content if message is not None else None) or ():
-        if block.text:
-            texts.append(block.text)
-        if block.citations_content:
-            texts += _cited_texts(raw_value(block.citations_content))
-        tool = block.tool_use
-        if tool is not None:
-            arguments = json_text(raw_value(tool.input)) if tool.input else ""
-            tool_calls.append(ToolCall(tool.tool_use_id or "", tool.name or "", arguments))
-        reasoning = block.reasoning_content
-        if reasoning is not None:
-            given = reasoning.reasoning_text
-            if given is not _UNSET:
-                if given is not None and given.text:
-                    thinking.append(given.text)
-                signature = given.signature if given is not None else None
-                details.append(typed_detail("thinking", "signature", signature))
-            if reasoning.redacted_content is not _UNSET:
-                details.append(
-                    typed_detail("redacted_thinking", "data", reasoning.redacted_content)
-                )
-
-    raw = body.stop_reason if isinstance(body.stop_reason, str) else None
-    finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
-    stop = None
-    trace = body.trace
-    if trace is None:
-        pass
-    elif isinstance(trace, Raw):
-        if trace:
-            guardrail = obj(obj(raw_value(trace)).get("guardrail"))
-            finish, stop = _guardrail_outcome(finish, guardrail)
-    elif finish is _CONTENT_FILTER:
-        # No policy in the trace: only a filter stop's explanation can come from it (an
-        # ordinary stop's "No action." adds nothing).
-        typed = trace.guardrail
-        reason = typed.action_reason if typed is not None else None
-        finish, stop = _guardrail_outcome(finish, {"actionReason": reason})
-    if stop is not None:
-        details.append(stop.to_detail())
-
-    content = "".join(texts) or None
-    reasoning_text = "\n\n".join(thinking) if thinking else None
-    usage = body.usage
-    if usage is None:
-        counts = Usage()
-    else:
-        counts = new_usage(
-            usage.input_tokens or 0,
-            usage.output_tokens or 0,
-            usage.cache_read_input_tokens or 0,
-            usage.cache_write_input_tokens or 0,
-            [],
-        )
-    metadata = body.response_metadata
-    return new_response(
-        content,
-        tool_calls,
-        reasoning_text,
-        details,
-        counts,
-        finish,
-        raw,
-        None,  # Converse does not echo the model id in the body.
-        metadata.request_id if metadata is not None else None,
-        provider,
-        API,
-        finish in INTERRUPTED
-        and bool(content or tool_calls or reasoning_text)
-        and not (stop is not None and stop.altered),
-    )
