@@ -659,7 +659,8 @@ def _usage(meta: JsonObject) -> Usage:
 # snake_case keys are then never read, and need not be declared). Safety ratings matter
 # only when a filter blocked: they are skipped raw and decoded then, and a rating's scores
 # are read as orjson reads them. The Structs hold no cycles, so the garbage collector need
-# not track them (`gc=False`).
+# not track them (`gc=False`). Fields are declared in the order both services write their
+# keys (alphabetical), as msgspec looks for the next declared field first.
 
 
 class _FastCall(msgspec.Struct, gc=False):
@@ -669,10 +670,10 @@ class _FastCall(msgspec.Struct, gc=False):
 
 
 class _FastPart(msgspec.Struct, rename="camel", gc=False):
+    function_call: _FastCall | None = None
     text: str | None = None
     thought: bool | None = None
     thought_signature: str | None = None
-    function_call: _FastCall | None = None
 
 
 class _FastContent(msgspec.Struct, gc=False):
@@ -689,10 +690,10 @@ class _FastRating(msgspec.Struct, rename="camel", gc=False):
 
 
 class _FastCandidate(msgspec.Struct, rename="camel", gc=False):
-    index: Int | None = 0
     content: _FastContent | None = None
-    finish_reason: str | None = None
     finish_message: str | None = None
+    finish_reason: str | None = None
+    index: Int | None = 0
     safety_ratings: Raw = NO_RAW
 
 
@@ -703,20 +704,20 @@ class _FastFeedback(msgspec.Struct, rename="camel", gc=False):
 
 
 class _FastUsage(msgspec.Struct, rename="camel", gc=False):
-    prompt_token_count: Count | None = 0
-    candidates_token_count: Count | None = 0
-    thoughts_token_count: Count | None = 0
     cached_content_token_count: Count | None = 0
+    candidates_token_count: Count | None = 0
+    prompt_token_count: Count | None = 0
+    thoughts_token_count: Count | None = 0
 
 
 class _FastBody(msgspec.Struct, rename="camel", gc=False):
     # UNSET where detection asks whether the key is there at all (null included).
     candidates: list[_FastCandidate] | msgspec.UnsetType | None = msgspec.UNSET
-    prompt_feedback: _FastFeedback | msgspec.UnsetType | None = msgspec.UNSET
-    usage_metadata: _FastUsage | msgspec.UnsetType | None = msgspec.UNSET
-    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
-    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
     create_time: Raw = NO_RAW
+    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
+    prompt_feedback: _FastFeedback | msgspec.UnsetType | None = msgspec.UNSET
+    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
+    usage_metadata: _FastUsage | msgspec.UnsetType | None = msgspec.UNSET
     # Keys that point detection at another format (`_hint`, `detect_provider`, Bedrock's
     # InvokeModel markers) or make the body an error body: the dict path decides those.
     object: Absent = 0
@@ -776,13 +777,13 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return None
     try:
         body = _decode_body(data)
-        model = body.model_version
-        request_id = body.response_id
-        usage = body.usage_metadata
-        if model is _UNSET and request_id is _UNSET and usage is _UNSET:
-            return None  # maybe snake_case keys (see above)
         candidates = body.candidates
         feedback = body.prompt_feedback
+        usage = body.usage_metadata
+        model = body.model_version
+        request_id = body.response_id
+        if model is _UNSET and request_id is _UNSET and usage is _UNSET:
+            return None  # maybe snake_case keys (see above)
         # `looks_like`, which parse_response and detection both require; then candidate
         # 0, as `parse_response` picks it.
         candidate: _FastCandidate | None = None
@@ -801,95 +802,102 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             if candidates is _UNSET and feedback is _UNSET:
                 return None
             provider = "vertex" if body.create_time else "gemini"
-        return _fast_response(body, candidate, provider)
+
+        text: str | None = None
+        thought: str | None = None
+        tool_calls: list[ToolCall] = []
+        signatures: list[str] | None = None
+        content = candidate.content if candidate is not None else None
+        parts = content.parts if content is not None else None
+        if parts:
+            # Concatenated as they come: a full body holds a handful of parts.
+            for part in parts:
+                signature = part.thought_signature
+                if signature:
+                    if signatures is None:
+                        signatures = []
+                    signatures.append(signature)
+                call = part.function_call
+                if call is not None:
+                    arguments = arguments_text(raw_value(call.args))
+                    tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
+                    continue
+                piece = part.text
+                if piece is None:
+                    pass
+                elif part.thought is True:
+                    thought = piece if thought is None else thought + piece
+                else:
+                    text = piece if text is None else text + piece
+
+        raw: str | None
+        ratings: Raw
+        if type(feedback) is _FastFeedback and feedback.block_reason is not None:
+            raw = feedback.block_reason
+            finish = PROMPT_BLOCKED
+            ratings = feedback.safety_ratings
+            explanation = feedback.block_reason_message
+            scope = "prompt"
+        elif candidate is not None:
+            raw = candidate.finish_reason
+            finish = _FINISH_REASON(raw, _ERROR) if raw else _ERROR
+            if finish is _STOP and tool_calls:
+                finish = _TOOL_CALLS
+            ratings = candidate.safety_ratings
+            explanation = candidate.finish_message
+            scope = "response"
+        else:
+            raw, finish, ratings, explanation, scope = None, _ERROR, NO_RAW, None, "response"
+
+        # The stop details are written straight to their text (`_filter_stop(...)` and
+        # `StopDetails(explanation=…)`'s `to_detail()`), with nothing built to be dumped.
+        details: list[Detail] = []
+        if finish is _FILTERED:
+            blocked = _fast_blocked(_decode_ratings(ratings) or ()) if ratings else None
+            if blocked:
+                details.append(_stop_detail(_categories(blocked, raw), explanation))
+                details.append(_ratings_detail(scope, blocked))
+            else:
+                # No rating blocked: the category is the reason's own (`_categories`).
+                stop: JsonObject = {"type": "stop_details"}
+                if raw and not raw.upper().endswith("_UNSPECIFIED"):
+                    stop["category"] = raw.lower()
+                if explanation is not None:
+                    stop["explanation"] = explanation
+                details.append(orjson.dumps(stop).decode())
+        elif explanation is not None:
+            stop_text = orjson.dumps({"type": "stop_details", "explanation": explanation})
+            details.append(stop_text.decode())
+        if signatures is not None:
+            details.extend(map(_signature_detail, signatures))
+
+        if type(usage) is _FastUsage:
+            counts = new_usage(
+                usage.prompt_token_count or 0,
+                # Thinking tokens are billed as output (as `_usage` counts them).
+                (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
+                usage.cached_content_token_count or 0,
+                0,
+                [],
+            )
+        else:
+            counts = new_usage(0, 0, 0, 0, [])
+        return new_response(
+            text or None,
+            tool_calls,
+            thought or None,
+            details,
+            counts,
+            finish,
+            raw,
+            model if type(model) is str else None,
+            request_id if type(request_id) is str else None,
+            provider,
+            API,
+            finish in INTERRUPTED and bool(text or tool_calls),
+        )
     except FAST_FAILED:
         return None
-
-
-def _fast_response(body: _FastBody, candidate: _FastCandidate | None, provider: str) -> LLMResponse:
-    text: str | None = None
-    thought: str | None = None
-    tool_calls: list[ToolCall] = []
-    signatures: list[str] | None = None
-    content = candidate.content if candidate is not None else None
-    parts = content.parts if content is not None else None
-    if parts:
-        # Concatenated as they come: a full body holds a handful of parts.
-        for part in parts:
-            if part.thought_signature:
-                if signatures is None:
-                    signatures = []
-                signatures.append(part.thought_signature)
-            call = part.function_call
-            if call is not None:
-                arguments = arguments_text(raw_value(call.args))
-                tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
-            elif part.text is None:
-                pass
-            elif part.thought is True:
-                thought = part.text if thought is None else thought + part.text
-            else:
-                text = part.text if text is None else text + part.text
-
-    feedback = body.prompt_feedback
-    raw: str | None
-    ratings: Raw
-    if type(feedback) is _FastFeedback and feedback.block_reason is not None:
-        raw = feedback.block_reason
-        finish = PROMPT_BLOCKED
-        ratings = feedback.safety_ratings
-        explanation = feedback.block_reason_message
-        scope = "prompt"
-    elif candidate is not None:
-        raw = candidate.finish_reason
-        finish = _FINISH_REASON(raw, _ERROR) if raw else _ERROR
-        if finish is _STOP and tool_calls:
-            finish = _TOOL_CALLS
-        ratings = candidate.safety_ratings
-        explanation = candidate.finish_message
-        scope = "response"
-    else:
-        raw, finish, ratings, explanation, scope = None, _ERROR, NO_RAW, None, "response"
-
-    details: list[Detail] = []
-    if finish is _FILTERED:
-        blocked = _fast_blocked(_decode_ratings(ratings) or ()) if ratings else []
-        details.append(_stop_detail(_categories(blocked, raw), explanation))
-        if blocked:
-            details.append(_ratings_detail(scope, blocked))
-    elif explanation is not None:
-        details.append(_stop_detail((), explanation))
-    if signatures is not None:
-        details.extend(map(_signature_detail, signatures))
-
-    usage = body.usage_metadata
-    if type(usage) is _FastUsage:
-        counts = new_usage(
-            usage.prompt_token_count or 0,
-            # Thinking tokens are billed as output (as `_usage` counts them).
-            (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0),
-            usage.cached_content_token_count or 0,
-            0,
-            [],
-        )
-    else:
-        counts = new_usage(0, 0, 0, 0, [])
-    model = body.model_version
-    request_id = body.response_id
-    return new_response(
-        text or None,
-        tool_calls,
-        thought or None,
-        details,
-        counts,
-        finish,
-        raw,
-        model if type(model) is str else None,
-        request_id if type(request_id) is str else None,
-        provider,
-        API,
-        finish in INTERRUPTED and bool(text or tool_calls),
-    )
 
 
 def _fast_blocked(ratings: Iterable[_FastRating]) -> list[JsonObject]:
