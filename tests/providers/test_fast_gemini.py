@@ -305,6 +305,13 @@ def test_candidate_zero_is_picked_as_the_dict_path_picks_it(indexes: list[Any]) 
         '{"candidates":[{"finishReason":"SAFETY","safetyRatings":[{"blocked":true,'
         '"category":"HARM_CATEGORY_X","probabilityScore":0.5,"severity":2}]}],"responseId":"r"}',
         '{"candidates":[{"finishReason":"BLOCKLIST","finishMessage":""}],"responseId":"r"}',
+        # Block reasons outside the table of categories worked out once.
+        '{"promptFeedback":{"blockReason":"blocked_reason_unspecified"},"responseId":"r"}',
+        '{"promptFeedback":{"blockReason":"New_Reason","blockReasonMessage":"m"},"responseId":"r"}',
+        '{"promptFeedback":{"blockReason":""},"responseId":"r"}',
+        # Calls without arguments, as Gemini writes them and otherwise.
+        '{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{}}},'
+        '{"functionCall":{"args":{ }}},{"functionCall":{"args":{"a":[]}}}]}}],"responseId":"r"}',
         '{"candidates":[{"finishReason":"FINISH_REASON_UNSPECIFIED"}],"createTime":null,'
         '"responseId":"r"}',
         '{"candidates":[],"usageMetadata":{}}',

@@ -769,6 +769,15 @@ _FINISH_REASON = FINISH_REASONS.get
 # Module names for the members: reading one off the enum class costs a lookup each time.
 _STOP, _TOOL_CALLS, _ERROR = FinishReason.STOP, FinishReason.TOOL_CALLS, FinishReason.ERROR
 _FILTERED = FinishReason.CONTENT_FILTER
+# The category rule's answer when no rating is blocked, worked out once for the filter
+# finish reasons and the documented block reasons (a `.get` is cheaper than the case
+# tests); any other reason is worked out per body.
+_FILTER_REASONS = [reason for reason, finish in FINISH_REASONS.items() if finish is _FILTERED]
+_REASON_CATEGORY = {
+    reason: reason.lower() for reason in (*_FILTER_REASONS, "OTHER", "JAILBREAK")
+}.get
+# A call without arguments, as Gemini sends it: its text needs no decode and dump.
+_NO_ARGS = msgspec.Raw(b"{}")
 
 
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
@@ -819,7 +828,8 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
                     signatures.append(signature)
                 call = part.function_call
                 if call is not None:
-                    arguments = arguments_text(raw_value(call.args))
+                    args = call.args
+                    arguments = "{}" if args == _NO_ARGS else arguments_text(raw_value(args))
                     tool_calls.append(ToolCall(call.id or "", call.name or "", arguments))
                     continue
                 piece = part.text
@@ -860,8 +870,11 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             else:
                 # No rating blocked: the category is the reason's own (`_categories`).
                 stop: JsonObject = {"type": "stop_details"}
-                if raw and not raw.upper().endswith("_UNSPECIFIED"):
-                    stop["category"] = raw.lower()
+                category = _REASON_CATEGORY(raw) if raw else None
+                if category is None and raw and not raw.upper().endswith("_UNSPECIFIED"):
+                    category = raw.lower()
+                if category is not None:
+                    stop["category"] = category
                 if explanation is not None:
                     stop["explanation"] = explanation
                 details.append(orjson.dumps(stop).decode())
