@@ -169,6 +169,17 @@ def test_keys_of_other_formats_grafted_on(base: str, key: str, value: Any) -> No
     _both(_set(BODIES[base], (key,), value))
 
 
+@pytest.mark.parametrize(
+    "key", ["candidates", "promptFeedback", bedrock.GUARDRAIL_ACTION, bedrock.INVOCATION_METRICS]
+)
+@pytest.mark.parametrize("value", [None, "NONE", {}])
+def test_gemini_and_invoke_marker_keys_decline_by_presence_alone(key: str, value: Any) -> None:
+    data = _dumps(_set(END_TURN, (key,), value))
+    assert bedrock.parse_fast(data, None) is None
+    assert bedrock.parse_fast(data, "bedrock") is None
+    _both(data)
+
+
 @pytest.mark.parametrize("output", [..., None, [], "text", 0, {}, {"message": None}])
 @pytest.mark.parametrize("stop", [..., None, "end_turn", 3, ["end_turn"], "", "no_such_reason"])
 def test_output_and_stop_reason_present_absent_null_or_odd(output: Any, stop: Any) -> None:

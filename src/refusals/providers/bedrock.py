@@ -978,10 +978,11 @@ class _FastOutput(msgspec.Struct, gc=False):
 
 
 class _FastUsage(msgspec.Struct, rename="camel", gc=False):
-    input_tokens: Count | None = 0
-    output_tokens: Count | None = 0
+    # In the order Bedrock writes them (alphabetical): msgspec tries the next field first.
     cache_read_input_tokens: Count | None = 0
     cache_write_input_tokens: Count | None = 0
+    input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
 
 
 class _FastAssessment(msgspec.Struct, rename="camel", gc=False):
@@ -1024,10 +1025,13 @@ class _FastBody(msgspec.Struct, rename="camel", gc=False):
     # Read only to decline what detection would route elsewhere.
     object: str | None = None
     type: str | None = None
-    candidates: Raw = NO_RAW
-    prompt_feedback: Raw = NO_RAW
-    guardrail_action: Raw = msgspec.field(default=NO_RAW, name=GUARDRAIL_ACTION)
-    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name=INVOCATION_METRICS)
+    # Gemini's keys, which detection asks before Bedrock's, and the InvokeModel marker keys:
+    # present at all, the body is declined (with the provider name too, where the dict
+    # path reads Gemini's keys as nothing: slower, not different).
+    candidates: Absent = 0
+    prompt_feedback: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name=GUARDRAIL_ACTION)
+    invocation_metrics: Absent = msgspec.field(default=0, name=INVOCATION_METRICS)
 
 
 class _FastConverse(_FastBody, gc=False):
@@ -1063,17 +1067,21 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             # does not take (or a body that is no Converse body: then this fails too).
             body = _decode_traced(data)
         raw = body.stop_reason
-        # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
-        # keys make an InvokeModel body whatever the hint (given "bedrock" too).
-        if raw is _UNSET or body.guardrail_action or body.invocation_metrics:
+        # A stopReason always gives a hint, so `is_invoke_body` is never asked (the marker
+        # keys that make an InvokeModel body whatever the hint are Absent).
+        if raw is _UNSET:
             return None
         output = body.output
         if provider is None:
             # What detection checks: no hint of a format asked before Bedrock, and
             # `detect_provider`'s output object beside the stopReason.
-            if body.object in ("chat.completion", "response") or body.type in ("message", "error"):
+            if output is None:
                 return None
-            if body.candidates or body.prompt_feedback or output is None:
+            hint = body.object
+            if hint is not None and hint in ("chat.completion", "response"):
+                return None
+            hint = body.type
+            if hint is not None and hint in ("message", "error"):
                 return None
             provider = "bedrock"
 
