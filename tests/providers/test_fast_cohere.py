@@ -170,6 +170,8 @@ WRONG_TYPES: list[tuple[tuple[str, ...], Any]] = [
     (("usage", "tokens"), {"other": 1}),
     (("usage", "tokens"), {"input_tokens": None}),
     (("usage", "tokens"), {"output_tokens": 4}),
+    (("usage", "tokens"), {"input_tokens": 4, "output_tokens": 1, "other": 1}),
+    (("usage", "tokens"), {"input_tokens": 4, "output_tokens": -1}),
     (("usage", "tokens"), {"input_tokens": -3, "output_tokens": 0}),
     (("usage", "tokens"), {"input_tokens": 2**63, "output_tokens": 1}),
     (("usage", "tokens"), {"input_tokens": True, "output_tokens": 1}),

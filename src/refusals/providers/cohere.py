@@ -48,7 +48,7 @@ from refusals.providers._common import (
     INTERRUPTED,
     NO_RAW,
     Absent,
-    Int,
+    Count,
     JsonObject,
     NormalizeError,
     Raw,
@@ -570,23 +570,19 @@ def _is_upper(value: Any) -> bool:
 # --- typed fast path (see providers/_common.py) ----------------------------------------
 
 
-_UNSET = msgspec.UNSET
-
-
-class _FastTokens(msgspec.Struct, gc=False, forbid_unknown_fields=True):
-    # `_usage` reads `tokens` only when it is a non-empty object: UNSET tells an absent key
-    # from a null one, and any other key sends the body to the dict path, so that an
-    # object without either count is an empty one.
-    input_tokens: Int | msgspec.UnsetType | None = msgspec.UNSET
-    output_tokens: Int | msgspec.UnsetType | None = msgspec.UNSET
+class _FastTokens(msgspec.Struct, gc=False):
+    # Both counts required: `tokens` without one (an empty object among them) is left to
+    # the dict path, so a `tokens` read here is one `_usage` reads the counts from.
+    input_tokens: Count
+    output_tokens: Count
 
 
 class _FastUsage(msgspec.Struct, gc=False):
     """v2 `usage` and v1 `meta`, read alike by `_usage`."""
 
-    billed_units: Raw = NO_RAW  # read only when `tokens` says nothing
+    billed_units: Raw = NO_RAW  # read only when `tokens` is absent or null
     tokens: _FastTokens | None = None
-    cached_tokens: Int | None = 0
+    cached_tokens: Count | None = 0
 
 
 class _FastPart(msgspec.Struct, gc=False):
@@ -666,9 +662,10 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         body = _decode_chat(data)
         raw = body.finish_reason
         message = body.message
+        row = _FINISH_ROWS.get(raw)  # None for a value not in FINISH_REASONS
         if provider is None:
             # `detect_provider`, on what the Structs let through.
-            upper = raw is not None and (raw in FINISH_REASONS or _is_upper(raw))
+            upper = row is not None or (raw is not None and _is_upper(raw))
             if not (
                 (message is not None and message.role is not None and upper)
                 or body.generation_id is not None
@@ -698,12 +695,18 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             calls = _v1_tool_calls(raw_value(body.tool_calls)) if body.tool_calls else []
             holder = body.meta
             request_id = body.response_id or body.generation_id
-        usage = _fast_usage(holder) if holder is not None else Usage()
+        if holder is not None and (tokens := holder.tokens) is not None:
+            # `_usage` of a usage with `tokens`: `Count` rejects what `integer` reads as 0.
+            usage = new_usage(
+                tokens.input_tokens, tokens.output_tokens, holder.cached_tokens or 0, 0, []
+            )
+        else:
+            usage = _billed_usage(holder) if holder is not None else Usage()
     except FAST_FAILED:
         # The Structs rejected the body, or orjson a part read as the dict reader reads it
         # (tool calls, billed units).
         return None
-    finish, with_calls, detail, interrupts = _FINISH_ROWS.get(raw, _UNKNOWN_FINISH)
+    finish, with_calls, detail, interrupts = row if row is not None else _UNKNOWN_FINISH
     return new_response(
         content,
         calls,
@@ -716,7 +719,7 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         request_id,
         provider or "cohere",
         API,
-        interrupts and bool(content or calls),
+        interrupts and (content is not None or bool(calls)),
     )
 
 
@@ -740,26 +743,11 @@ def _fast_v2_text(message: _FastMessage) -> tuple[str | None, str | None]:
     return "".join(texts) or None, "\n".join(thoughts) or None
 
 
-def _fast_usage(holder: _FastUsage) -> Usage:
-    """`_usage` of a v2 `usage` or v1 `meta`: `tokens` when it is a non-empty object, else
-    `billed_units`."""
-    cached = holder.cached_tokens
-    cached = cached if cached is not None and cached > 0 else 0
-    tokens = holder.tokens
-    if tokens is not None:
-        given_in, given_out = tokens.input_tokens, tokens.output_tokens
-        if type(given_in) is int and type(given_out) is int:  # the common case
-            return new_usage(
-                given_in if given_in > 0 else 0, given_out if given_out > 0 else 0, cached, 0, []
-            )
-        if given_in is _UNSET and given_out is _UNSET:
-            tokens = None  # an empty object: `forbid_unknown_fields` rejects other keys
-    if tokens is None:
-        billed = obj(raw_value(holder.billed_units)) if holder.billed_units else {}
-        given_in, given_out = billed.get("input_tokens"), billed.get("output_tokens")
-    # As `integer` reads them: null and absent (UNSET) are 0, so are negative counts.
+def _billed_usage(holder: _FastUsage) -> Usage:
+    """`_usage` of a v2 `usage` or v1 `meta` without `tokens`: its `billed_units`."""
+    billed = obj(raw_value(holder.billed_units)) if holder.billed_units else {}
     return Usage(
-        given_in if type(given_in) is int and given_in > 0 else 0,
-        given_out if type(given_out) is int and given_out > 0 else 0,
-        cached,
+        integer(billed.get("input_tokens")),
+        integer(billed.get("output_tokens")),
+        holder.cached_tokens or 0,
     )
