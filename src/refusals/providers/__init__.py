@@ -270,13 +270,18 @@ def normalize(
     # The common call, answered by a typed fast path without the general set-up below (a
     # few tests more here cost about 0.05x of orjson.loads on a small body); the module
     # that read the last body is asked first, from here.
-    if provider is None and status is None and headers is None and url is None:
-        if type(payload) is bytes or type(payload) is str:
-            quick = _last_fast[0].parse_fast(payload, None) or _fast(payload, None, again=False)
-            if quick is not None and quick.error is None:
-                return quick
-            if quick is not None:
-                return _finish(quick, None)
+    if (
+        provider is None
+        and status is None
+        and headers is None
+        and url is None
+        and (type(payload) is bytes or type(payload) is str)
+    ):
+        quick = _last_fast[0].parse_fast(payload, None) or _fast(payload, None, again=False)
+        if quick is not None and quick.error is None:
+            return quick
+        if quick is not None:
+            return _finish(quick, None)
     plain = status is None and headers is None and url is None
     fast = type(payload) is bytes or type(payload) is str
     if provider is None and plain:
