@@ -43,7 +43,7 @@ from refusals.providers._common import (
     FAST_FAILED,
     NO_RAW,
     Absent,
-    Int,
+    Count,
     JsonObject,
     NormalizeError,
     Raw,
@@ -305,8 +305,8 @@ class _FastBody(msgspec.Struct, gc=False):
     thinking: str | None = None
     done_reason: str | None = None
     done: bool | None = None
-    prompt_eval_count: Int | None = 0
-    eval_count: Int | None = 0
+    prompt_eval_count: Count | None = 0
+    eval_count: Count | None = 0
     # Keys that make detection look elsewhere: the ones earlier formats claim a body by
     # (`_CLAIMED_EARLIER` in providers/__init__.py, `error` among them), `choices` (an
     # OpenAI-style body, see `_module_for`), the ones `bedrock.is_invoke_body` reads (every
@@ -390,24 +390,18 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     else:
         finish = _UNFINISHED  # a body that says it is not done is a cut stream
     content = content or None
-    prompt, evaluated = body.prompt_eval_count, body.eval_count  # as `integer` reads them
     return new_response(
         content,
         calls,
         reasoning or None,
         [],
-        new_usage(
-            prompt if prompt is not None and prompt > 0 else 0,
-            evaluated if evaluated is not None and evaluated > 0 else 0,
-            0,
-            0,
-            [],
-        ),
+        # As `integer` reads the counts: `Count` rejects negative ones, null and absent are 0.
+        new_usage(body.prompt_eval_count or 0, body.eval_count or 0, 0, 0, []),
         finish,
         raw,
         body.model,
         None,
         provider or "ollama",
         API,
-        bool(content or calls) and finish is _UNFINISHED,
+        finish is _UNFINISHED and bool(content or calls),
     )
