@@ -323,6 +323,29 @@ def test_vendor_markers_on_a_later_choice() -> None:
         assert openai_chat.parse_fast(_dumps(body), None) is not None
 
 
+def test_an_azure_marker_on_any_choice_outweighs_an_openrouter_one_on_another() -> None:
+    first = BASE["choices"][0]
+    native = {**first, "native_finish_reason": "stop"}
+    filtered = {**first, "index": 1, "content_filter_results": {}}
+    for choices in ([native, filtered], [filtered, native]):
+        data = _dumps({**BASE, "choices": choices})
+        result = openai_chat.parse_fast(data, None)
+        assert result is not None and result.provider == "azure"
+        agree(data, None)
+
+
+def test_the_markers_of_a_lone_choice_that_is_not_choice_zero_still_name_the_vendor() -> None:
+    lone = {**BASE["choices"][0], "index": 3}
+    for marker, vendor in (
+        ({"native_finish_reason": None}, "openrouter"),
+        ({"content_filter_results": {}}, "azure"),
+    ):
+        data = _dumps({**BASE, "choices": [{**lone, **marker}]})
+        result = openai_chat.parse_fast(data, None)
+        assert result is not None and result.provider == vendor
+        agree_all(data)
+
+
 def test_choice_zero_wherever_it_is() -> None:
     first = BASE["choices"][0]
     other = {**first, "message": {"role": "assistant", "content": "other"}, "finish_reason": "stop"}

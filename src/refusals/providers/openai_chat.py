@@ -1590,35 +1590,36 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     choices = body.choices
     if choices is None:
         return None
+    prompt_filters = (
+        body.prompt_filter_results is not _UNSET or body.prompt_annotations is not _UNSET
+    )
     if provider is None:
         # What detection checks: the `object` hint (without it, other formats are asked
         # first); a Bedrock InvokeModel marker is declined by the decode.
         if body.object != "chat.completion":
             return None
         # Then `_response_provider`, in line.
-        if body.prompt_filter_results is not _UNSET or body.prompt_annotations is not _UNSET:
+        if prompt_filters:
             provider = "azure"
         else:
-            openrouter = body.provider is not None
-            for entry in choices:
-                if entry.content_filter_results is not _UNSET:
-                    provider = "azure"
-                    break
-                openrouter = openrouter or entry.native_finish_reason is not _UNSET
-            else:  # no choice has filter results
-                if openrouter:
-                    provider = "openrouter"
-                elif body.x_groq:
-                    provider = "groq"
-                elif body.system_fingerprint == "fp_ollama":
-                    provider = "ollama"
-                else:
-                    model = body.model
-                    provider = (
-                        "openai"
-                        if model is None
-                        else _MODEL_VENDORS.get(model) or _remember_vendor(model)
-                    )
+            # The markers of any choice count; a loop costs more than the mapping's usual
+            # choice does, so the one choice is read directly.
+            marked = choices[0] if len(choices) == 1 else _marked_choice(choices)
+            if marked.content_filter_results is not _UNSET:
+                provider = "azure"
+            elif body.provider is not None or marked.native_finish_reason is not _UNSET:
+                provider = "openrouter"
+            elif body.x_groq:
+                provider = "groq"
+            elif body.system_fingerprint == "fp_ollama":
+                provider = "ollama"
+            else:
+                model = body.model
+                provider = (
+                    "openai"
+                    if model is None
+                    else _MODEL_VENDORS.get(model) or _remember_vendor(model)
+                )
     elif body.object == "response":
         return None  # a Responses object, whatever the vendor (`_module_for`)
     # Choice 0, as `first_choice` finds it: every entry decoded as an object, and the
@@ -1628,9 +1629,7 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         choice = next((c for c in choices if c.index is None or c.index == 0), _NO_CHOICE)
     try:
         if (
-            body.prompt_filter_results is not _UNSET
-            or body.prompt_annotations is not _UNSET
-            or choice.content_filter_results is not _UNSET
+            prompt_filters or choice.content_filter_results is not _UNSET
         ) and _azure_flags_something(body, choice):
             return parse_response(orjson.loads(data), provider)
 
@@ -1674,10 +1673,9 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         raw = choice.finish_reason
         finish = _finish_or_error(raw, _ERROR)
         native = choice.native_finish_reason
-        if native is _UNSET:
-            native = None
-        elif native is not None:
+        if native is not _UNSET and native is not None:
             finish = native_finish(native, finish)
+            raw = native  # the upstream model's own value is the one kept
 
         details: list[Detail] = []
         blocked: list[str] | None = None
@@ -1727,7 +1725,7 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             details,
             counts,
             finish,
-            raw if native is None else native,
+            raw,
             model if model is not None and model.strip() else None,
             request_id if request_id is not None and request_id.strip() else None,
             provider,
@@ -1737,6 +1735,17 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         )
     except _MAPPING_FAILED:
         return None
+
+
+def _marked_choice(choices: list[_FastChoice]) -> _FastChoice:
+    """A choice with Azure's marker if any has one, else one with OpenRouter's, else none."""
+    for choice in choices:
+        if choice.content_filter_results is not _UNSET:
+            return choice
+    for choice in choices:
+        if choice.native_finish_reason is not _UNSET:
+            return choice
+    return _NO_CHOICE
 
 
 def _remember_vendor(model: str) -> str:
