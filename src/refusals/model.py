@@ -127,22 +127,44 @@ class StopDetails:
 
     def to_detail(self) -> str:
         """The `reasoning_details` entry that carries these facts."""
-        obj: JsonObject = {"type": "stop_details"}
-        if self.category is not None:
-            obj["category"] = self.category
-        if self.explanation is not None:
-            obj["explanation"] = self.explanation
-        if self.recommended_model is not None:
-            obj["recommended_model"] = self.recommended_model
-        if self.fallback_credit_token is not None:
-            obj["fallback_credit_token"] = self.fallback_credit_token
-        if self.fallback_has_prefill_claim is not None:
-            obj["fallback_has_prefill_claim"] = self.fallback_has_prefill_claim
-        if self.categories:
-            obj["categories"] = list(self.categories)
-        if self.altered is not None:
-            obj["altered"] = self.altered
-        return orjson.dumps(obj).decode()
+        return stop_detail_text(
+            self.category,
+            self.explanation,
+            self.recommended_model,
+            self.fallback_credit_token,
+            self.fallback_has_prefill_claim,
+            self.categories,
+            self.altered,
+        )
+
+
+def stop_detail_text(  # noqa: PLR0917 - positional, in StopDetails' field order
+    category: str | None,
+    explanation: str | None,
+    recommended_model: str | None = None,
+    fallback_credit_token: str | None = None,
+    fallback_has_prefill_claim: bool | None = None,
+    categories: Sequence[str] = (),
+    altered: str | None = None,
+) -> str:
+    """`StopDetails(...).to_detail()` from the facts themselves: the fast paths write a
+    refusal's detail without building the StopDetails first."""
+    obj: JsonObject = {"type": "stop_details"}
+    if category is not None:
+        obj["category"] = category
+    if explanation is not None:
+        obj["explanation"] = explanation
+    if recommended_model is not None:
+        obj["recommended_model"] = recommended_model
+    if fallback_credit_token is not None:
+        obj["fallback_credit_token"] = fallback_credit_token
+    if fallback_has_prefill_claim is not None:
+        obj["fallback_has_prefill_claim"] = fallback_has_prefill_claim
+    if categories:
+        obj["categories"] = list(categories)
+    if altered is not None:
+        obj["altered"] = altered
+    return orjson.dumps(obj).decode()
 
 
 @dataclass(slots=True)

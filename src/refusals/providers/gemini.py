@@ -51,6 +51,7 @@ from refusals.model import (
     Usage,
     new_response,
     new_usage,
+    stop_detail_text,
 )
 from refusals.providers._common import (
     FAST_FAILED,
@@ -869,18 +870,12 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
                 details.append(_ratings_detail(scope, blocked))
             else:
                 # No rating blocked: the category is the reason's own (`_categories`).
-                stop: JsonObject = {"type": "stop_details"}
                 category = _REASON_CATEGORY(raw) if raw else None
                 if category is None and raw and not raw.upper().endswith("_UNSPECIFIED"):
                     category = raw.lower()
-                if category is not None:
-                    stop["category"] = category
-                if explanation is not None:
-                    stop["explanation"] = explanation
-                details.append(orjson.dumps(stop).decode())
+                details.append(stop_detail_text(category, explanation))
         elif explanation is not None:
-            stop_text = orjson.dumps({"type": "stop_details", "explanation": explanation})
-            details.append(stop_text.decode())
+            details.append(stop_detail_text(None, explanation))
         if signatures is not None:
             details.extend(map(_signature_detail, signatures))
 
@@ -944,11 +939,11 @@ _SCORE_TYPES = (str, int, float)
 def _stop_detail(categories: Sequence[str], explanation: str | None) -> str:
     """`_filter_stop(...).to_detail()` (or `StopDetails(explanation=…)`'s) from its parts,
     the same JSON text without building the StopDetails on the hot path."""
-    fields: JsonObject = {"type": "stop_details"}
-    if categories:
-        fields["category"] = categories[0]
-    if explanation is not None:
-        fields["explanation"] = explanation
-    if len(categories) > 1:
-        fields["categories"] = categories
-    return orjson.dumps(fields).decode()
+    return stop_detail_text(
+        categories[0] if categories else None,
+        explanation,
+        None,
+        None,
+        None,
+        categories if len(categories) > 1 else (),
+    )
