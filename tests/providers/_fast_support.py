@@ -18,6 +18,8 @@ from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import NormalizeError, normalize
 from refusals.providers._protocol import WireFormat
+from refusals.stream import StreamEvent, WireDecoder
+from refusals.transport.streams import StreamDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -141,3 +143,26 @@ def all_keys(values: list[Any]) -> list[str]:
 def taken_fast(payload: bytes, provider: str | None) -> bool:
     """Whether the fast path answered for this payload (rather than the dict path)."""
     return providers._fast(payload, provider) is not None
+
+
+@contextlib.contextmanager
+def quick_off(decoder: type[WireDecoder]) -> Iterator[None]:
+    """A stream decoder class with its typed fast path switched off (the base's `quick`)."""
+    saved = decoder.quick
+    decoder.quick = WireDecoder.quick  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        decoder.quick = saved  # type: ignore[method-assign]
+
+
+def run_stream(
+    raw: bytes, provider: str | None, chunk: int
+) -> tuple[list[StreamEvent], LLMResponse]:
+    """Every event and the final response of `raw` fed in `chunk`-byte pieces."""
+    decoder = StreamDecoder(provider)
+    events: list[StreamEvent] = []
+    for start in range(0, len(raw), chunk):
+        events += decoder.feed(raw[start : start + chunk])
+    events += decoder.close()
+    return events, decoder.response

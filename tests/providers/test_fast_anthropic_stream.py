@@ -9,9 +9,7 @@ response with the fast path as with it switched off.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from refusals.model import LLMResponse
 from refusals.providers import anthropic
 from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
-from refusals.transport.streams import StreamDecoder
+from tests.providers._fast_support import quick_off, run_stream
 from tests.providers._support import FIXTURES, WRONG_VALUES, mutated, mutated_bytes
 
 STREAMS = sorted((FIXTURES / "anthropic").rglob("*.sse"))
@@ -32,29 +29,6 @@ TEXT_DELTA = {
     "index": 0,
     "delta": {"type": "text_delta", "text": "Hi"},
 }
-
-
-@contextlib.contextmanager
-def quick_off() -> Iterator[None]:
-    saved = anthropic.StreamDecoder.quick
-
-    def declined(self: anthropic.StreamDecoder, name: str | None, data: str | bytes) -> None:
-        return None
-
-    anthropic.StreamDecoder.quick = declined  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        anthropic.StreamDecoder.quick = saved  # type: ignore[method-assign]
-
-
-def run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
-    decoder = StreamDecoder(provider)
-    events: list[StreamEvent] = []
-    for start in range(0, len(raw), chunk):
-        events += decoder.feed(raw[start : start + chunk])
-    events += decoder.close()
-    return events, decoder.response
 
 
 def same_both_ways(raw: bytes, provider: str | None = "anthropic", chunk: int = 4096) -> int:
@@ -73,11 +47,11 @@ def same_both_ways(raw: bytes, provider: str | None = "anthropic", chunk: int = 
 
     anthropic.StreamDecoder.quick = counting  # type: ignore[method-assign]
     try:
-        fast = run(raw, provider, chunk)
+        fast = run_stream(raw, provider, chunk)
     finally:
         anthropic.StreamDecoder.quick = original  # type: ignore[method-assign]
-    with quick_off():
-        full = run(raw, provider, chunk)
+    with quick_off(anthropic.StreamDecoder):
+        full = run_stream(raw, provider, chunk)
     assert fast == full
     assert fast[1].reasoning_details == full[1].reasoning_details
     return answered

@@ -9,10 +9,8 @@ order, and the vendor dialects (Azure filters, OpenRouter, moderation, errors in
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from refusals.model import LLMResponse
 from refusals.providers import openai_chat
 from refusals.stream import StreamEvent, TextDelta
-from refusals.transport.streams import StreamDecoder
 from tests.providers._fast_support import (
     FIXTURES,
     agree,
     fixture_bodies,
     provider_of,
+    quick_off,
+    run_stream,
     taken_fast,
 )
 from tests.providers._support import WRONG_VALUES, mutated, mutated_bytes
@@ -619,29 +617,6 @@ PLAIN: dict[str, Any] = {
 }
 
 
-@contextlib.contextmanager
-def quick_off() -> Iterator[None]:
-    saved = openai_chat.StreamDecoder.quick
-
-    def declined(self: openai_chat.StreamDecoder, name: str | None, data: str | bytes) -> None:
-        return None
-
-    openai_chat.StreamDecoder.quick = declined  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        openai_chat.StreamDecoder.quick = saved  # type: ignore[method-assign]
-
-
-def run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
-    decoder = StreamDecoder(provider)
-    events: list[StreamEvent] = []
-    for start in range(0, len(raw), chunk):
-        events += decoder.feed(raw[start : start + chunk])
-    events += decoder.close()
-    return events, decoder.response
-
-
 def same_both_ways(raw: bytes, provider: str | None = None, chunk: int = 4096) -> tuple[int, int]:
     """Assert equal events and responses with and without quick; return how many chunks
     quick answered, and how many `decode` answered by `_plain_text_chunk` without it."""
@@ -665,13 +640,13 @@ def same_both_ways(raw: bytes, provider: str | None = None, chunk: int = 4096) -
 
     openai_chat.StreamDecoder.quick = counting_quick  # type: ignore[method-assign]
     try:
-        fast = run(raw, provider, chunk)
+        fast = run_stream(raw, provider, chunk)
     finally:
         openai_chat.StreamDecoder.quick = original_quick  # type: ignore[method-assign]
     openai_chat._plain_text_chunk = counting_plain
     try:
-        with quick_off():
-            full = run(raw, provider, chunk)
+        with quick_off(openai_chat.StreamDecoder):
+            full = run_stream(raw, provider, chunk)
     finally:
         openai_chat._plain_text_chunk = original_plain
     assert fast == full

@@ -23,10 +23,9 @@ from hypothesis import strategies as st
 from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import openai_responses
-from refusals.stream import StreamEvent, TextDelta, WireDecoder
+from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
-from refusals.transport.streams import StreamDecoder
-from tests.providers._fast_support import FIXTURES, agree, taken_fast
+from tests.providers._fast_support import FIXTURES, agree, quick_off, run_stream, taken_fast
 from tests.providers._support import WRONG_VALUES, json_paths, replace_at
 
 CHAT_COMPATIBLE = sorted(providers._CHAT_COMPATIBLE)
@@ -629,25 +628,6 @@ STREAMS = [
 ]
 
 
-@contextlib.contextmanager
-def quick_off() -> Iterator[None]:
-    saved = openai_responses.StreamDecoder.quick
-    openai_responses.StreamDecoder.quick = WireDecoder.quick  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        openai_responses.StreamDecoder.quick = saved  # type: ignore[method-assign]
-
-
-def _run(raw: bytes, provider: str | None, chunk: int) -> tuple[list[StreamEvent], LLMResponse]:
-    decoder = StreamDecoder(provider)
-    events: list[StreamEvent] = []
-    for start in range(0, len(raw), chunk):
-        events += decoder.feed(raw[start : start + chunk])
-    events += decoder.close()
-    return events, decoder.response
-
-
 def stream_both_ways(raw: bytes, provider: str | None, chunk: int = 4096) -> int:
     """Assert the same events and response with and without quick; return how many wire
     events quick answered."""
@@ -664,11 +644,11 @@ def stream_both_ways(raw: bytes, provider: str | None, chunk: int = 4096) -> int
 
     openai_responses.StreamDecoder.quick = counting  # type: ignore[method-assign]
     try:
-        fast = _run(raw, provider, chunk)
+        fast = run_stream(raw, provider, chunk)
     finally:
         openai_responses.StreamDecoder.quick = original  # type: ignore[method-assign]
-    with quick_off():
-        full = _run(raw, provider, chunk)
+    with quick_off(openai_responses.StreamDecoder):
+        full = run_stream(raw, provider, chunk)
     assert fast == full
     assert fast[1].reasoning_details == full[1].reasoning_details
     return answered
@@ -737,7 +717,7 @@ def events_both_ways(events: list[tuple[str | None, bytes | str]], provider: str
     full = openai_responses.StreamDecoder(provider)
     for name, data in events:
         got = fast.feed(name, data)
-        with quick_off():
+        with quick_off(openai_responses.StreamDecoder):
             expected = full.feed(name, data)
         assert got == expected, (name, data)
         assert _state(fast) == _state(full), (name, data)
