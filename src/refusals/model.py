@@ -414,6 +414,54 @@ def loads_lenient(data: str | bytes | bytearray | memoryview) -> Any:
     return sanitize_json(value)
 
 
+# A string (closed or not) or one structural byte; everything else between them is
+# numbers, literals, colons and blanks, which never decide where a prefix may end.
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\[\s\S])*(")?|[{}\[\],]')
+_CLOSERS = {ord("{"): b"}", ord("["): b"]"}
+
+
+def close_truncated_json(data: bytes) -> bytes | None:
+    """The longest prefix of JSON text cut off in transit that closes into valid JSON,
+    closed; None when no object or array was opened.
+
+    A connection that broke inside a refusal body still carries its verdict: this keeps
+    every member and element that arrived whole (a value cut mid-way is dropped, never
+    guessed), so `normalize` reads what the provider said and nothing it did not.
+    """
+    stack: list[int] = []
+    best: tuple[int, tuple[int, ...]] | None = None
+    key_next = False  # in an object, after `{` or `,`: the next string is a key
+    for match in _JSON_TOKEN.finditer(data):
+        token = match.group()
+        first = token[0]
+        if first == 0x22:  # a string
+            if match.group(1) is None:
+                break  # cut inside a string: nothing after this is whole
+            if key_next:
+                key_next = False
+            else:  # a whole value: a member or an element ends here
+                best = (match.end(), tuple(stack))
+        elif first in _CLOSERS:
+            stack.append(first)
+            key_next = first == 0x7B
+            best = (match.end(), tuple(stack))
+        elif first == 0x2C:  # a comma: everything before it is whole
+            key_next = bool(stack) and stack[-1] == 0x7B
+            best = (match.start(), tuple(stack))
+        else:
+            if not stack:
+                return None
+            stack.pop()
+            key_next = False
+            if not stack:
+                return data[: match.end()]
+            best = (match.end(), tuple(stack))
+    if best is None:
+        return None
+    end, opened = best
+    return data[:end] + b"".join(_CLOSERS[opener] for opener in reversed(opened))
+
+
 def decode_detail(detail: Any) -> Any:
     """Decode one reasoning detail as the reference does; None when serde_json would fail.
 

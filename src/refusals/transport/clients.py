@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import inspect
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
@@ -33,7 +32,13 @@ from urllib.parse import quote
 import httpx
 import orjson
 
-from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError
+from refusals.model import (
+    ErrorKind,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    close_truncated_json,
+)
 from refusals.providers import NormalizeError, normalize
 from refusals.providers._common import redact
 from refusals.request import Request
@@ -171,9 +176,7 @@ _MAX_ERROR_BODY = 1 << 20
 """Bytes of an error body read at most (error pages can be large)."""
 _MOCK_KEY = "mock-key"
 
-# H1 may add `headers=` to `normalize` (retry-after read into ProviderError); pass them
-# when it accepts them.
-_NORMALIZE_TAKES_HEADERS = "headers" in inspect.signature(normalize).parameters
+_BLOCKED = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
 
 
 def parse_model_string(model: str) -> tuple[str, str]:
@@ -459,16 +462,18 @@ class HTTPClient:
     def _read(self, body: bytes, status: int, headers: Mapping[str, str]) -> LLMResponse:
         """An HTTP body read by the provider's parser; a body it cannot read is an error."""
         try:
-            if _NORMALIZE_TAKES_HEADERS:
-                kwargs: dict[str, Any] = {"headers": dict(headers)}
-                result = normalize(body, provider=self.normalize_as, status=status, **kwargs)
-            else:
-                result = normalize(body, provider=self.normalize_as, status=status)
+            result = normalize(
+                body, provider=self.normalize_as, status=status, headers=dict(headers)
+            )
         except NormalizeError as exc:
+            if status < 400:
+                # The model ran: a success body it could not finish writing is read for
+                # its verdict like a cut connection, and never sent again.
+                return self._read_cut(body, status, headers, f"it is not a whole response: {exc}")
             message = f"HTTP {status} with a body that is not a {self.provider} response: {exc}"
             result = LLMResponse(
                 finish_reason=FinishReason.ERROR,
-                # No status: a cut-off or garbled body is transient, like a broken connection.
+                # No status: a garbled error page is transient, like a broken connection.
                 error=ProviderError(ErrorKind.TRANSIENT, message=message),
             )
         return result
@@ -504,14 +509,25 @@ class HTTPClient:
     # --- calls --------------------------------------------------------------------
 
     async def complete(self, request: Request) -> LLMResponse:
-        """One call, not streamed, retried by the policy on transient failures only."""
+        """One call, not streamed, retried by the policy on transient failures only.
+
+        A failure is sent again only while no byte of the response body has arrived: a
+        body cut short is read for the verdict its bytes carry and reported, never
+        resent (it may be a refusal, and the model has been paid for it).
+        """
         call = _Call(self)
         while True:
             call.count += 1
             prepared = self._prepare(request, stream=False)
             started = time.monotonic()
             try:
-                reply = await self._send(prepared, stream=False)
+                reply = await self._send(prepared, stream=True)
+                try:
+                    body, broke = await _read_body(reply)
+                finally:
+                    await reply.aclose()
+                if broke is not None and not body:
+                    raise broke
             except httpx.TransportError as exc:
                 call.record(started, None, error=f"{type(exc).__name__}: {exc}")
                 delay = self.retry.decide(exc, call.count, elapsed=call.elapsed)
@@ -520,14 +536,17 @@ class HTTPClient:
                 call.mark_retried()
                 await self.retry.sleep(delay)
                 continue
-            result = self._read(reply.content, reply.status_code, reply.headers)
+            if broke is not None:
+                result = self._read_cut(body, reply.status_code, reply.headers, broke)
+            else:
+                result = self._read(body, reply.status_code, reply.headers)
             call.record(
                 started,
                 reply.status_code,
                 request_id=_request_id(reply.headers),
                 error=result.error.message if result.error is not None else None,
             )
-            if result.finish_reason is FinishReason.ERROR:
+            if result.finish_reason is FinishReason.ERROR and broke is None:
                 delay = self.retry.decide(
                     result,
                     call.count,
@@ -539,6 +558,36 @@ class HTTPClient:
                     await self.retry.sleep(delay)
                     continue
             return self._finish(result, reply.headers)
+
+    def _read_cut(
+        self, body: bytes, status: int, headers: Mapping[str, str], broke: BaseException | str
+    ) -> LLMResponse:
+        """A body cut short (its connection broke, or it ends early): the verdict its whole
+        members carry, marked as cut and never retryable."""
+        if isinstance(broke, BaseException):
+            message = (
+                f"the connection to {self.model} broke after {len(body)} bytes of the HTTP "
+                f"{status} body ({type(broke).__name__}: {broke}); it was not sent again"
+            )
+        else:
+            message = (
+                f"the HTTP {status} body from {self.model} ({len(body)} bytes) could not be "
+                f"read, {broke}; it was not sent again"
+            )
+        error = ProviderError(ErrorKind.TRANSIENT, status, message=message, should_retry=False)
+        closed = close_truncated_json(body)
+        result: LLMResponse | None = None
+        if closed is not None:
+            with contextlib.suppress(NormalizeError):
+                result = normalize(
+                    closed, provider=self.normalize_as, status=status, headers=dict(headers)
+                )
+        if result is None or result.finish_reason not in _BLOCKED:
+            return LLMResponse(finish_reason=FinishReason.ERROR, error=error)
+        result.error = error
+        if result.content or result.tool_calls:
+            result.cut_off = True
+        return result
 
     def stream(self, request: Request) -> ModelStream:
         """One streamed call; nothing is sent until iteration starts."""
@@ -632,12 +681,11 @@ class HTTPStream:
     async def _read_error(self, reply: httpx.Response, started: float) -> LLMResponse | None:
         """An HTTP error read to a response, or None after waiting to retry it."""
         client, call = self._client, self._call
-        body = b""
-        async for chunk in reply.aiter_bytes():
-            body += chunk
-            if len(body) > _MAX_ERROR_BODY:
-                break
-        result = client._read(body, reply.status_code, reply.headers)
+        body, broke = await _read_body(reply)
+        if broke is not None:
+            result = client._read_cut(body, reply.status_code, reply.headers, broke)
+        else:
+            result = client._read(body, reply.status_code, reply.headers)
         call.record(
             started,
             reply.status_code,
@@ -647,7 +695,7 @@ class HTTPStream:
         delay = client.retry.decide(
             result, call.count, retry_after=retry_after(reply.headers), elapsed=call.elapsed
         )
-        if delay is not None:
+        if delay is not None and broke is None:
             call.mark_retried()
             await client.retry.sleep(delay)
             return None
@@ -687,14 +735,18 @@ class HTTPStream:
             self._stopped_early(decoder, reply, started)
             raise
         self._live = None
-        closing = decoder.close()
+        # A broken connection's last event is read for what its whole members say.
+        closing = decoder.close(broken=broke is not None)
         result = decoder.response
         if broke is not None:
             message = (
                 f"the connection to {client.model} broke after {received} bytes "
                 f"({type(broke).__name__}: {broke})"
             )
-            result.error = ProviderError(ErrorKind.TRANSIENT, message=message)
+            # Never resent once bytes arrived: the caller has the verdict they carried.
+            result.error = ProviderError(
+                ErrorKind.TRANSIENT, message=message, should_retry=False if received else None
+            )
             result.finish_reason = (
                 result.finish_reason
                 if result.finish_reason in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
@@ -708,7 +760,11 @@ class HTTPStream:
             started, reply.status_code, request_id=_request_id(reply.headers), error=error_text
         )
         nothing_shown = not shown and not any(shows_output(e) for e in closing)
-        if nothing_shown and result.finish_reason is FinishReason.ERROR:
+        # Sent again only while nothing of the body arrived, or when all that arrived is
+        # the provider's own error event (Anthropic's `overloaded_error`): a body cut off
+        # in transit may have been a refusal, and is never resent.
+        resendable = received == 0 or (broke is None and decoder.provider_error)
+        if nothing_shown and resendable and result.finish_reason is FinishReason.ERROR:
             outcome: LLMResponse | BaseException = broke if broke is not None else result
             delay = client.retry.decide(outcome, call.count, elapsed=call.elapsed)
             if delay is not None:
@@ -739,6 +795,24 @@ class HTTPStream:
         if isinstance(event, StreamError):
             return StreamError(self._client.scrub(event.message), event.error)
         return event
+
+
+async def _read_body(reply: httpx.Response) -> tuple[bytes, httpx.TransportError | None]:
+    """The body as far as it arrived, and the transport error that cut it, if any.
+
+    An error body is read up to `_MAX_ERROR_BODY` (error pages can be large).
+    """
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in reply.aiter_bytes():
+            parts.append(chunk)
+            size += len(chunk)
+            if reply.status_code >= 400 and size > _MAX_ERROR_BODY:
+                break
+    except httpx.TransportError as exc:
+        return b"".join(parts), exc
+    return b"".join(parts), None
 
 
 def _error_event(response: LLMResponse) -> StreamError:

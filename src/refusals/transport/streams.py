@@ -15,7 +15,13 @@ from typing import Any, Literal
 
 import orjson
 
-from refusals.model import ErrorKind, LLMResponse, ProviderError, loads_lenient
+from refusals.model import (
+    ErrorKind,
+    LLMResponse,
+    ProviderError,
+    close_truncated_json,
+    loads_lenient,
+)
 from refusals.providers import (
     PROVIDERS,
     NormalizeError,
@@ -156,8 +162,20 @@ class StreamDecoder:
             self.framing = sniff_framing(chunk)
         return self._feed_framed(chunk)
 
-    def close(self) -> list[StreamEvent]:
-        """End of stream: flush, and report a stream that stopped before its end."""
+    @property
+    def provider_error(self) -> bool:
+        """Whether the stream's first error is one the provider sent (an error event),
+        rather than a stream that broke off or could not be read."""
+        wire = self._wire
+        return wire is not None and wire.acc.error is not None and wire.acc.error.error is not None
+
+    def close(self, *, broken: bool = False) -> list[StreamEvent]:
+        """End of stream: flush, and report a stream that stopped before its end.
+
+        `broken`: the connection broke, so the last event may be cut off; its members
+        that arrived whole are read (see `close_truncated_json`), so that a verdict it
+        carries counts.
+        """
         if self._closed:
             return []
         self._closed = True
@@ -173,14 +191,14 @@ class StreamDecoder:
                 pass
             elif self._sse is not None:
                 for data, name, _, _ in self._sse.close_fields():
-                    events += self._dispatch(name, data)
+                    events += self._dispatch(name, _closed(data) if broken else data)
             elif self._binary is not None:
                 self._binary.close()
             elif self._array is not None:
                 self._array.close()
             elif self._jsonl is not None:
                 for line in self._jsonl.close():
-                    events += self._dispatch(None, line)
+                    events += self._dispatch(None, _closed(line) if broken else line)
         except FramingError as exc:
             events += self._error(str(exc))
         if self._wire is None:
@@ -326,6 +344,18 @@ class StreamDecoder:
         else:
             self._pending.append(error)
         return [error]
+
+
+def _closed(data: bytes) -> bytes:
+    """A last event cut off in transit, closed after its whole members (as it is when it
+    is whole, or when nothing of it can be kept)."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        closed = close_truncated_json(bytes(data))
+        if closed is not None:
+            return closed
+    return data
 
 
 def _new(module: WireFormat, provider: str) -> WireDecoder:
