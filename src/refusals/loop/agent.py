@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import orjson
+
 from refusals.loop.events import (
     Event,
     EventSink,
@@ -46,6 +48,7 @@ from refusals.loop.step import Step, StepKind, run_step
 from refusals.loop.subagents import (
     SPAWN_AGENT,
     SPAWN_AGENT_DESCRIPTION,
+    WITHDRAWN_TASK,
     SubagentPolicy,
     SubagentResult,
     Subagents,
@@ -519,6 +522,10 @@ class Agent:
         )
         item.data.update(result.to_json())
         self.emit(ItemCompleted(item))
+        if result.notice is not None:
+            # The call stays in the history (its result pairs with it), but no later
+            # request may carry the refused task's text: that would poison the session.
+            call.arguments = orjson.dumps({"task": WITHDRAWN_TASK}).decode()
         return ToolResult(
             result.for_model(), is_error=result.status != "completed", data=result.to_json()
         )

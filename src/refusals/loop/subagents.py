@@ -30,6 +30,8 @@ DO_NOT_RETRY = (
     "Do not retry this task as it is: it was not retried and asking again is refused "
     "again. Rephrase the task, do it another way, or tell the user."
 )
+WITHDRAWN_TASK = "[withdrawn: this task was refused; its text is not sent again]"
+"""What a refused `spawn_agent` call's task reads as in every later request."""
 REPEATED_TASK = "This exact task was refused before in this session; it was not sent again."
 
 SPAWN_AGENT_DESCRIPTION = (
@@ -117,6 +119,7 @@ class Subagents:
     refused: dict[str, SubagentResult] = field(default_factory=dict)
     started: int = 0
     _slots: asyncio.Semaphore | None = None
+    _running: dict[str, asyncio.Future[SubagentResult]] = field(default_factory=dict)
 
     def _semaphore(self) -> asyncio.Semaphore:
         if self._slots is None:
@@ -126,22 +129,40 @@ class Subagents:
     async def run(
         self, task: str, tools: list[str] | None, item_id: str, run_child: RunChild
     ) -> SubagentResult:
-        """Run `task` in a child (at most `max_concurrent` at once), unless it was refused."""
+        """Run `task` in a child (at most `max_concurrent` at once), unless it was refused.
+
+        The task is claimed before a slot is waited for: identical tasks asked for at once
+        share one child and its result, so a refused task reaches the model once.
+        """
         key = task.strip()
         known = self.refused.get(key)
         if known is not None:
-            return SubagentResult(
-                known.status,
-                task,
-                "",
-                known.notice,
-                known.kind,
-                known.category,
-                repeated=True,
-            )
-        async with self._semaphore():
-            self.started += 1
-            result = await run_child(task, tools, item_id)
+            return _repeated(known, task)
+        running = self._running.get(key)
+        if running is not None:
+            shared = await asyncio.shield(running)
+            return _repeated(shared, task) if shared.notice is not None else shared
+        claim: asyncio.Future[SubagentResult] = asyncio.get_running_loop().create_future()
+        self._running[key] = claim
+        try:
+            async with self._semaphore():
+                self.started += 1
+                result = await run_child(task, tools, item_id)
+        except BaseException as exc:
+            claim.set_exception(exc)
+            # Read here, so an unawaited claim does not warn; the sharers get it too.
+            claim.exception()
+            raise
+        finally:
+            del self._running[key]
         if result.notice is not None:
             self.refused[key] = result
+        claim.set_result(result)
         return result
+
+
+def _repeated(known: SubagentResult, task: str) -> SubagentResult:
+    """A refused task's result again, marked as not sent again."""
+    return SubagentResult(
+        known.status, task, "", known.notice, known.kind, known.category, repeated=True
+    )
