@@ -41,12 +41,25 @@ def after(marker: bytes, fallback: Cut | None = None) -> Cut:
     return cut
 
 
+def through_event(marker: bytes) -> Cut:
+    """Up to the end of the SSE event holding `marker` (its blank line included)."""
+
+    def cut(body: bytes) -> int:
+        at = body.find(marker)
+        assert at >= 0, f"{marker!r} is not in the body"
+        end = body.find(b"\n\n", at)
+        return len(body) if end < 0 else end + 2
+
+    return cut
+
+
 def half(body: bytes) -> int:
     return len(body) // 2
 
 
 class FaultProxy:
-    """Forwards to `upstream` and answers with the body cut by `cut`, then `ending`."""
+    """Forwards to `upstream` and answers with the body cut by `cut`, then `ending`
+    (or, with `stall`, the rest of the body after that many seconds)."""
 
     def __init__(
         self,
@@ -54,12 +67,15 @@ class FaultProxy:
         cut: Cut,
         ending: Literal["fin", "rst"] = "fin",
         *,
+        stall: float = 0.0,
         timeout: float = 10.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.cut = cut
         self.ending = ending
         self.timeout = timeout
+        self.stall = stall
+        """Seconds to wait after the cut part before the rest is sent (0: never sent)."""
         self.requests = 0
         self.bodies: list[bytes] = []
         self.sent: list[bytes] = []
@@ -118,6 +134,10 @@ class FaultProxy:
             with self._lock:
                 self.sent.append(kept)
             conn.sendall(kept)
+            if self.stall:
+                # A provider slow to send what follows the cut: the rest comes late.
+                self._stop.wait(self.stall)
+                conn.sendall(payload[len(kept) :])
             if self.ending == "rst":
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             else:

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from jsonschema import Draft202012Validator
 from refusals.chat.render import CUT_OFF_MARKER
 from refusals.mock import MockApp, MockServer
 from refusals.mock.scenarios import PARTIAL_TEXT
+from tests._faults import FaultProxy, through_event
 from tests.chat._pty import (
     ANSWER_TOOL_RESULTS,
     all_text,
@@ -141,7 +143,7 @@ def test_edit_and_model_after_a_refusal_rephrase_on_another_model_without_the_re
 ) -> None:
     with chat(server.base_url, "anthropic:mock-refusal-mid-stream") as session:
         session.say("tell me")
-        session.expect(r"^The model declined this request")
+        session.expect(r"The model declined this request \(category: cyber\)")
         session.prompt()
         session.say("/model anthropic:mock-answer")
         session.expect(r"model anthropic:mock-answer from the next turn on")
@@ -417,3 +419,30 @@ def test_chat_without_a_terminal_is_a_usage_error_naming_exec() -> None:
     assert done.stderr.strip() == (
         "refusals chat: chat needs a terminal; for scripts use `refusals exec PROMPT` (--json)"
     )
+
+
+def test_ctrl_c_after_a_refusal_verdict_keeps_the_refusal_and_retry_does_not_resend(
+    server: MockServer,
+) -> None:
+    # The verdict arrives, then the provider stalls while the chat reads on for details.
+    marker = b'"stop_reason":"refusal"'
+    with (
+        FaultProxy(server.base_url, through_event(marker), stall=10.0) as proxy,
+        chat(proxy.base_url, "anthropic:mock-refusal") as session,
+    ):
+        session.say("tell me")
+        deadline = time.monotonic() + 20
+        while not proxy.sent:
+            assert time.monotonic() < deadline, "the verdict was never sent"
+            time.sleep(0.02)
+        session.settle(0.3)
+        session.child.sendintr()
+        session.expect(r"The model declined this request \(category: cyber\)")
+        session.prompt()
+        assert "Turn cancelled" not in session.text
+        session.say("/retry")
+        session.expect(r"/retry: the last turn was refused; sending the same prompt again would be")
+        session.prompt()
+        session.settle(0.5)
+        assert server.app.count() == 1
+        assert session.quit() == 0

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from refusals.mock import MockServer
+from tests._faults import FaultProxy, through_event
 from tests.cli._exec_support import VALIDATOR
 
 DEADLINE_SECONDS = 20
@@ -105,3 +106,40 @@ def test_ctrl_c_ends_the_run_as_cancelled_with_exit_130_and_nothing_half_written
     assert events[3]["subtype"] == "error_cancelled"
     assert events[3]["exit_code"] == 130
     assert events[3]["requests"] == 1
+
+
+def test_ctrl_c_after_the_refusal_verdict_keeps_the_refusal_and_exit_3() -> None:
+    # The verdict event arrives, then the provider stalls: exec reads on for the notice's
+    # details (bounded), and Ctrl-C then must not turn the refusal into "cancelled".
+    with (
+        MockServer() as server,
+        FaultProxy(server.base_url, through_event(b'"stop_reason":"refusal"'), stall=10.0) as proxy,
+    ):
+        env = {**os.environ, "ANTHROPIC_API_KEY": "test-key-h5"}
+        command = [sys.executable, "-m", "refusals", "exec", "--json"]
+        process = subprocess.Popen(
+            [*command, "--model", "anthropic:mock-refusal", "--base-url", proxy.base_url, "Hi"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + DEADLINE_SECONDS
+            while not proxy.sent:
+                assert time.monotonic() < deadline, "the verdict was never sent"
+                time.sleep(0.02)
+            time.sleep(0.3)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=DEADLINE_SECONDS)
+        finally:
+            process.kill()
+    events = [orjson.loads(line) for line in out.splitlines()]
+    for event in events:
+        VALIDATOR.validate(event)
+    assert process.returncode == 3, (out, err)
+    refusal = next(event for event in events if event["type"] == "refusal")
+    failed = next(event for event in events if event["type"] == "turn.failed")
+    assert refusal["notice"] == failed["error"]["message"]
+    assert events[-1]["type"] == "thread.completed"
+    assert events[-1]["outcome_code"] == "refused"
+    assert server.app.count() == 1

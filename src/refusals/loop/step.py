@@ -111,11 +111,17 @@ async def run_step(
     call = client.stream(request)
     events = call.__aiter__()
     stopped = False
+    interrupted = False
     try:
         async for event in events:
             if isinstance(event, Verdict) and event.finish_reason in _TERMINAL:
                 stopped = True
-                await _drain_details(events)
+                try:
+                    await _drain_details(events)
+                except asyncio.CancelledError:
+                    # Ctrl-C while the details arrive: the verdict stands (a refused
+                    # prompt reported as "cancelled" would invite sending it again).
+                    interrupted = True
                 break
             if isinstance(event, TextDelta) and on_text is not None:
                 on_text(event.text)
@@ -126,7 +132,17 @@ async def run_step(
     finally:
         # A closed stream keeps what it read (the `ModelStream.aclose` contract), so the
         # response holds the verdict and its details even when reading stopped early.
-        await call.aclose()
+        try:
+            await call.aclose()
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+            interrupted = True
+    if interrupted:
+        # The cancellation was spent stopping the read; the turn ends as refused now.
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
     return _step(call.response, stopped)
 
 
