@@ -214,5 +214,5 @@ def test_command_output_is_bounded_with_a_note(workspace: Path) -> None:
     assert result.output.startswith("exit status 0\n" + "y" * 100)
     assert result.output.endswith(
         f"[output truncated: the first {MAX_COMMAND_OUTPUT_CHARS} of "
-        f"{MAX_COMMAND_OUTPUT_CHARS * 2} characters shown]"
+        f"{MAX_COMMAND_OUTPUT_CHARS * 2} bytes shown]"
     )

@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
 from refusals.transport.base import ModelClient
+
+if TYPE_CHECKING:
+    from refusals.loop.workspace import Workspace
 
 __all__ = [
     "MOCK_DEFAULT",
@@ -22,7 +25,9 @@ __all__ = [
     "SYSTEM_PROMPT",
     "UsageError",
     "choose_model",
+    "command_options",
     "make_client",
+    "make_workspace",
     "model_options",
 ]
 
@@ -115,6 +120,64 @@ _MODEL_OPTIONS = (
         help="The directory the tools may touch (default: the current one).",
     ),
 )
+
+
+_COMMAND_OPTIONS = (
+    click.option(
+        "--allow-network",
+        is_flag=True,
+        help="Let run_command reach the network (the sandbox has none by default).",
+    ),
+    click.option(
+        "--unconfined-commands",
+        is_flag=True,
+        help="Let run_command run without a sandbox when bubblewrap is missing "
+        "(commands then see your files and network).",
+    ),
+)
+
+
+def command_options(command: _Command) -> _Command:
+    """Add `--allow-network` and `--unconfined-commands` (what `--allow-commands` runs in)."""
+    for option in reversed(_COMMAND_OPTIONS):
+        command = option(command)
+    return command
+
+
+def make_workspace(
+    root: Path,
+    *,
+    allow_write: bool,
+    allow_commands: bool,
+    allow_network: bool = False,
+    unconfined_commands: bool = False,
+) -> tuple[Workspace, str | None]:
+    """The tools' workspace, and a note for the user when commands run unconfined.
+
+    `--allow-commands` runs them in bubblewrap; without it installed, only with
+    `--unconfined-commands`, so that nobody hands a model an unconfined shell unawares.
+    """
+    from refusals.loop.sandbox import find_sandbox  # noqa: PLC0415
+    from refusals.loop.workspace import Workspace  # noqa: PLC0415
+
+    sandbox = find_sandbox(network=allow_network) if allow_commands else None
+    note = None
+    if allow_commands and sandbox is None:
+        if not unconfined_commands:
+            raise UsageError(
+                "--allow-commands: no sandbox is available (bubblewrap, `bwrap`, is not "
+                "installed or cannot run here), so commands would run unconfined, with your "
+                "files, credentials on disk and network; install bubblewrap (apt-get "
+                "install bubblewrap) or add --unconfined-commands to run them anyway"
+            )
+        note = (
+            "run_command is NOT sandboxed (bubblewrap is not available): commands run with "
+            "your account's files and network; only their environment is scrubbed"
+        )
+    workspace = Workspace(
+        root, allow_write=allow_write, allow_commands=allow_commands, sandbox=sandbox
+    )
+    return workspace, note
 
 
 def model_options(command: _Command) -> _Command:

@@ -13,7 +13,7 @@ from typing import Literal
 
 import click
 
-from refusals.cli._models import model_options
+from refusals.cli._models import command_options, model_options
 from refusals.loop.agent import DEFAULT_MAX_TURNS
 from refusals.loop.outcome import EXIT_CANCELLED, EXIT_USAGE
 from refusals.sanitize import sanitize
@@ -27,7 +27,12 @@ def _fail_usage(message: str) -> None:
 @click.command("chat", context_settings={"help_option_names": ["-h", "--help"]})
 @model_options
 @click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file (asked first).")
-@click.option("--allow-commands", is_flag=True, help="Offer run_command (asked first).")
+@click.option(
+    "--allow-commands",
+    is_flag=True,
+    help="Offer run_command (asked first), sandboxed by bubblewrap.",
+)
+@command_options
 @click.option(
     "--max-turns",
     type=click.IntRange(min=1),
@@ -50,6 +55,8 @@ def chat_command(
     workspace: Path,
     allow_write: bool,
     allow_commands: bool,
+    allow_network: bool,
+    unconfined_commands: bool,
     max_turns: int,
     no_stream: bool,
     plain: bool,
@@ -75,11 +82,11 @@ def chat_command(
         SYSTEM_PROMPT,
         UsageError,
         choose_model,
+        make_workspace,
     )
     from refusals.cli._models import make_client as build_client  # noqa: PLC0415
     from refusals.loop.agent import Agent  # noqa: PLC0415
     from refusals.loop.subagents import SubagentPolicy  # noqa: PLC0415
-    from refusals.loop.workspace import Workspace  # noqa: PLC0415
     from refusals.transport.base import ModelClient  # noqa: PLC0415
     from refusals.transport.clients import ClientError, parse_model_string  # noqa: PLC0415
 
@@ -107,7 +114,13 @@ def chat_command(
     try:
         chosen, note = choose_model(model)
         primary_provider.append(provider(chosen))
-        root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
+        root, unconfined = make_workspace(
+            workspace,
+            allow_write=allow_write,
+            allow_commands=allow_commands,
+            allow_network=allow_network,
+            unconfined_commands=unconfined_commands,
+        )
         first = make_client(chosen)
     except (UsageError, ValueError) as exc:
         _fail_usage(str(exc))
@@ -140,6 +153,8 @@ def chat_command(
     )
     if note is not None:
         renderer.hint(note)
+    if unconfined is not None:
+        renderer.warning(unconfined)
     try:
         asyncio.run(session.run())
     except KeyboardInterrupt:

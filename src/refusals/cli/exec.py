@@ -23,7 +23,9 @@ from refusals.cli._models import (
     SYSTEM_PROMPT,
     UsageError,
     choose_model,
+    command_options,
     make_client,
+    make_workspace,
     model_options,
 )
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
@@ -38,7 +40,7 @@ from refusals.loop.events import (
 )
 from refusals.loop.outcome import EXIT_ERROR, EXIT_USAGE, Outcome
 from refusals.loop.subagents import SubagentPolicy
-from refusals.loop.workspace import Workspace, write_atomically
+from refusals.loop.workspace import write_atomically
 from refusals.sanitize import sanitize
 
 
@@ -181,7 +183,12 @@ def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]
     help="Model calls the task may make.",
 )
 @click.option("--allow-write", is_flag=True, help="Offer write_file and edit_file.")
-@click.option("--allow-commands", is_flag=True, help="Offer run_command.")
+@click.option(
+    "--allow-commands",
+    is_flag=True,
+    help="Offer run_command, sandboxed by bubblewrap (workspace writable, no network).",
+)
+@command_options
 @click.option(
     "--output-last-message",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -200,6 +207,8 @@ def exec_command(
     fallback_scope: Literal["turn", "session"],
     allow_write: bool,
     allow_commands: bool,
+    allow_network: bool,
+    unconfined_commands: bool,
     workspace: Path,
     output_last_message: Path | None,
     no_stream: bool,
@@ -223,13 +232,21 @@ def exec_command(
                 f"--output-last-message: the directory of {output_last_message} does not exist"
             )
         chosen, note = choose_model(model)
-        root = Workspace(workspace, allow_write=allow_write, allow_commands=allow_commands)
+        root, unconfined = make_workspace(
+            workspace,
+            allow_write=allow_write,
+            allow_commands=allow_commands,
+            allow_network=allow_network,
+            unconfined_commands=unconfined_commands,
+        )
         client = make_client(chosen, base_url, fallback_models, fallback_scope)
     except UsageError as exc:
         _fail_usage(str(exc))
         return
     if note is not None:
         click.echo(f"refusals exec: {note}", err=True)
+    if unconfined is not None:
+        click.echo(f"refusals exec: warning: {unconfined}", err=True)
     human = None if as_json else HumanRenderer(sys.stderr)
     sink = human if human is not None else JsonWriter(sys.stdout)
     agent = Agent(

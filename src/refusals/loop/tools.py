@@ -17,6 +17,7 @@ sees (`is_error`), never an exception out of the loop.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import types
 import typing
@@ -267,9 +268,14 @@ class ToolRegistry:
         arguments = parse_arguments(call)
         assert isinstance(arguments, dict)
         try:
-            value = tool.function(**arguments)
-            if inspect.isawaitable(value):
-                value = await value
+            if inspect.iscoroutinefunction(tool.function):
+                value = await tool.function(**arguments)
+            else:
+                # Off the event loop: a tool that blocks (a slow disk, a user's function)
+                # never stops Ctrl-C, timeouts or the stream of another subagent.
+                value = await asyncio.to_thread(tool.function, **arguments)
+                if inspect.isawaitable(value):
+                    value = await value
         except ToolError as exc:
             return ToolResult(f"error: {exc}", is_error=True)
         except Exception as exc:  # a user's tool failing is reported to the model
