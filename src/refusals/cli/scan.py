@@ -7,9 +7,10 @@ import importlib
 import io
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 import click
 import orjson
@@ -133,9 +134,58 @@ def _total_bytes(paths: tuple[str, ...]) -> int:
     return total
 
 
-def _open_output(path: str, mode: str) -> IO[Any]:
+def _check_outputs(paths: tuple[str, ...], outputs: dict[str, str | None]) -> None:
+    """Refuse, before anything is opened, an output that would destroy or feed an input:
+    one that is an input file, lies in an input directory, is a directory or a FIFO, or
+    is named by two options."""
+    inputs = [os.path.realpath(path) for path in paths]
+    seen: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            _usage(f"{option} and {seen[real]} name the same file {path}; give each its own")
+        seen[real] = option
+        if os.path.isdir(real):
+            _usage(f"{option} {path} is a directory; name a file to write")
+        if os.path.exists(real) and not os.path.isfile(real):
+            _usage(f"{option} {path} is not a regular file (a FIFO or device); name a file")
+        parent = os.path.dirname(real)
+        if not os.path.isdir(parent):
+            _usage(f"{option} {path}: the directory {os.path.dirname(path) or '.'} does not exist")
+        for given, source in zip(paths, inputs, strict=True):
+            if real == source:
+                _usage(f"{option} {path} is one of the inputs; writing it would destroy it")
+            if os.path.isdir(source) and real.startswith(source.rstrip("/") + "/"):
+                _usage(
+                    f"{option} {path} is inside the input directory {given}, which the scan "
+                    "reads; write it elsewhere"
+                )
+
+
+class _Staged:
+    """An output written to a temporary file beside it and renamed into place at the
+    end: an interrupted scan leaves the old file (or none), never a half-written one."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        directory, name = os.path.split(os.path.abspath(path))
+        stem, suffix = os.path.splitext(name)
+        fd, self.temporary = tempfile.mkstemp(prefix=f".{stem}.", suffix=suffix, dir=directory)
+        os.close(fd)
+
+    def commit(self) -> None:
+        os.replace(self.temporary, self.path)
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temporary)
+
+
+def _stage(path: str) -> _Staged:
     try:
-        return open(path, mode)
+        return _Staged(path)
     except OSError as exc:
         _usage(f"cannot write {path}: {exc.strerror}")
         raise  # unreachable: _usage exits
@@ -234,34 +284,54 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     elif scheduler is not None:
         _usage("--scheduler works with --engine dask")
 
+    _check_outputs(
+        paths,
+        {
+            "--parquet": parquet,
+            "--resubmit": resubmit,
+            "--summary-json": summary_json,
+            "--chart": chart,
+        },
+    )
+
     sinks: list[Callable[[ScanRecord], None]] = []
     closers: list[Callable[[], None]] = []
-    stdout = sys.stdout.buffer
-    if as_json:
-        sinks.append(json_lines_writer(stdout))
-    if as_csv:
-        text_out = io.TextIOWrapper(stdout, encoding="utf-8", newline="", write_through=False)
-        sinks.append(csv_writer(text_out, clean=sys.stdout.isatty()))
-        closers.append(text_out.flush)
-    if parquet is not None:
-        writer = ParquetWriter(parquet)
-        sinks.append(writer)
-        closers.append(writer.close)
-    if resubmit is not None:
-        resubmit_file = _open_output(resubmit, "wb")
-        sinks.append(resubmit_writer(resubmit_file))
-        closers.append(resubmit_file.close)
-
-    sink: Callable[[ScanRecord], None] | None = None
-    if len(sinks) == 1:
-        sink = sinks[0]
-    elif sinks:
-
-        def sink(record: ScanRecord) -> None:
-            for each in sinks:
-                each(record)
-
+    staged: list[_Staged] = []
     try:
+        stdout = sys.stdout.buffer
+        if as_json:
+            sinks.append(json_lines_writer(stdout))
+        if as_csv:
+            text_out = io.TextIOWrapper(stdout, encoding="utf-8", newline="", write_through=False)
+            sinks.append(csv_writer(text_out, clean=sys.stdout.isatty()))
+            closers.append(text_out.flush)
+        if parquet is not None:
+            staged.append(_stage(parquet))
+            writer = ParquetWriter(staged[-1].temporary)
+            sinks.append(writer)
+            closers.append(writer.close)
+        if resubmit is not None:
+            staged.append(_stage(resubmit))
+            resubmit_file = open(staged[-1].temporary, "wb")  # noqa: SIM115 - closed by closers
+            sinks.append(resubmit_writer(resubmit_file))
+            closers.append(resubmit_file.close)
+        chart_out = summary_out = None
+        if chart is not None:
+            chart_out = _stage(chart)
+            staged.append(chart_out)
+        if summary_json is not None:
+            summary_out = _stage(summary_json)
+            staged.append(summary_out)
+
+        sink: Callable[[ScanRecord], None] | None = None
+        if len(sinks) == 1:
+            sink = sinks[0]
+        elif sinks:
+
+            def sink(record: ScanRecord) -> None:
+                for each in sinks:
+                    each(record)
+
         show_progress = sys.stderr.isatty() if progress is None else progress
         bar = _ProgressBar(_total_bytes(paths)) if show_progress else None
         try:
@@ -277,7 +347,10 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
             for close in closers:
                 close()
             stdout.flush()
-        _report(summary, as_json or as_csv, chart, summary_json)
+        _report(summary, as_json or as_csv, chart_out, summary_out)
+        for out in staged:
+            out.commit()
+        staged.clear()
         if rate is not None and summary.blocked_rate > rate:
             click.echo(
                 f"refusals scan: {100 * summary.blocked_rate:.2f}% of {summary.records} records "
@@ -290,6 +363,9 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         _quiet_exit(EXIT_BROKEN_PIPE)
+    finally:
+        for out in staged:
+            out.discard()
 
 
 def _quiet_exit(code: int) -> None:
@@ -302,7 +378,9 @@ def _quiet_exit(code: int) -> None:
     sys.exit(code)
 
 
-def _report(summary: Summary, records_on_stdout: bool, chart: str | None, path: str | None) -> None:
+def _report(
+    summary: Summary, records_on_stdout: bool, chart: _Staged | None, path: _Staged | None
+) -> None:
     from rich.console import Console  # noqa: PLC0415
 
     if records_on_stdout:
@@ -310,7 +388,7 @@ def _report(summary: Summary, records_on_stdout: bool, chart: str | None, path: 
     else:
         render_table(summary, Console(highlight=False))
     if chart is not None:
-        write_chart(summary, chart)
+        write_chart(summary, chart.temporary)
     if path is not None:
-        with _open_output(path, "wb") as out:
+        with open(path.temporary, "wb") as out:
             out.write(orjson.dumps(summary.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
