@@ -8,7 +8,7 @@ the test's, so every access holds a lock.
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -30,6 +30,12 @@ CREDENTIAL_FIELDS = frozenset(
 """Body fields whose values are dropped before a body is stored (matched without case)."""
 
 REDACTED = "[redacted]"
+
+MAX_LOGGED_REQUESTS = 10_000
+"""Requests whose details the log keeps (the oldest go first); counts stay exact."""
+MAX_LOGGED_BODY_BYTES = 1 << 20
+"""A request body larger than this is logged as a note of its size, not kept."""
+OMITTED_BODY = "[body omitted]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,23 +71,39 @@ def without_credentials(value: Any) -> Any:
 
 
 class RequestLog:
-    """Thread-safe list of `RecordedRequest`s with counts by model, scenario and wire."""
+    """Thread-safe record of `RecordedRequest`s with counts by model, scenario and wire.
 
-    def __init__(self) -> None:
+    The details of the last `MAX_LOGGED_REQUESTS` requests are kept; the counts cover
+    every request since the last `clear`, however many there were.
+    """
+
+    def __init__(self, max_items: int = MAX_LOGGED_REQUESTS) -> None:
         self._lock = threading.Lock()
-        self._items: list[RecordedRequest] = []
+        self._items: deque[RecordedRequest] = deque(maxlen=max_items)
+        self._counts: Counter[tuple[str | None, str | None, str | None, str]] = Counter()
+        self._total = 0
 
     def add(self, item: RecordedRequest) -> None:
         with self._lock:
             self._items.append(item)
+            self._counts[item.scenario, item.model, item.wire, item.path] += 1
+            self._total += 1
 
     def items(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._items)
 
+    @property
+    def dropped(self) -> int:
+        """Requests counted whose details are no longer kept."""
+        with self._lock:
+            return self._total - len(self._items)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._counts.clear()
+            self._total = 0
 
     def count(
         self,
@@ -91,22 +113,32 @@ class RequestLog:
         wire: str | None = None,
         path: str | None = None,
     ) -> int:
+        with self._lock:
+            counts = list(self._counts.items())
         return sum(
-            1
-            for item in self.items()
-            if (scenario is None or item.scenario == scenario)
-            and (model is None or item.model == model)
-            and (wire is None or item.wire == wire)
-            and (path is None or item.path == path)
+            seen
+            for (s, m, w, p), seen in counts
+            if (scenario is None or s == scenario)
+            and (model is None or m == model)
+            and (wire is None or w == wire)
+            and (path is None or p == path)
         )
 
     def summary(self) -> dict[str, Any]:
         """What `GET /_mock/requests` answers."""
         items = self.items()
-        by_model = Counter(item.model for item in items if item.model is not None)
-        by_scenario = Counter(item.scenario for item in items if item.scenario is not None)
+        with self._lock:
+            counts = list(self._counts.items())
+        by_model: Counter[str] = Counter()
+        by_scenario: Counter[str] = Counter()
+        for (scenario, model, _, _), seen in counts:
+            if model is not None:
+                by_model[model] += seen
+            if scenario is not None:
+                by_scenario[scenario] += seen
         return {
             "requests": [item.to_json() for item in items],
+            "dropped": self.dropped,
             "counts": {"by_model": dict(by_model), "by_scenario": dict(by_scenario)},
         }
 

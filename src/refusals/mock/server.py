@@ -32,6 +32,22 @@ class _ResetIsIntended(logging.Filter):
 logging.getLogger("uvicorn.error").addFilter(_ResetIsIntended())
 
 
+class _NoQueryStrings(logging.Filter):
+    """Cuts the query string from uvicorn's access lines: Gemini's `?key=` is a secret,
+    and no other value there is worth a log line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path, mark, _ = args[2].partition("?")
+            if mark:
+                record.args = (*args[:2], f"{path}?[query omitted]", *args[3:])
+        return True
+
+
+logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
+
+
 class _StartupErrors(logging.Filter):
     """Holds back uvicorn's errors while it starts, so a failure is reported once, by us."""
 

@@ -229,6 +229,8 @@ _NAMED_SECRETS = (
     (r"(?i:\b(?:api key id|team):\s*)", r"[^,\s]+"),
     # Query parameters: "?key=...", "&access_token=...".
     (r"(?i:\b(?:api_?key|key|token|access_token)=)", r"[^\s&\"',)\]}]+"),
+    # A password in a URL: "https://user:PASSWORD@host" (the user name is kept).
+    (r"(?i:\b[a-z][a-z0-9+.-]*://[^\s/@:]*:)", r"[^\s/@]+(?=@)"),
     # API-key headers; the value stops at a closing bracket of the prose around it.
     (
         r"(?i:\bx-(?:goog-)?api-key\b[\"']?\s*[:=]?\s*[\"']?"
@@ -267,6 +269,8 @@ _BARE_SECRETS = (
     _EDGE + r"(?i:sk-[A-Za-z0-9_-]{6,})",
     _EDGE + r"(?:AKIA|ASIA|AROA|AIDA)[0-9A-Z]{16}(?![0-9A-Za-z])",
     _EDGE + r"AIza[0-9A-Za-z_-]{10,}",
+    # `key_<hex>` keys (some gateways and self-hosted servers).
+    _EDGE + r"key_[0-9A-Fa-f]{16,}(?![0-9A-Za-z])",
     # Google OAuth access tokens, JWTs (`eyJ` is `{"` in base64), AWS session tokens.
     _EDGE + r"ya29\.[0-9A-Za-z_.-]{10,}",
     _EDGE + r"eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]+){0,2}",
