@@ -68,6 +68,7 @@ class FaultProxy:
         ending: Literal["fin", "rst"] = "fin",
         *,
         stall: float = 0.0,
+        headers: dict[str, str] | None = None,
         timeout: float = 10.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
@@ -75,6 +76,8 @@ class FaultProxy:
         self.ending = ending
         self.timeout = timeout
         self.stall = stall
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+        """Headers added to (or replacing those of) every answer."""
         """Seconds to wait after the cut part before the rest is sent (0: never sent)."""
         self.requests = 0
         self.bodies: list[bytes] = []
@@ -127,7 +130,12 @@ class FaultProxy:
                 )
             payload = reply.content
             head = [f"HTTP/1.1 {reply.status_code} {reply.reason_phrase}"]
-            head += [f"{k}: {v}" for k, v in reply.headers.items() if k.lower() not in _HOP_BY_HOP]
+            head += [
+                f"{k}: {v}"
+                for k, v in reply.headers.items()
+                if k.lower() not in _HOP_BY_HOP and k.lower() not in self.headers
+            ]
+            head += [f"{k}: {v}" for k, v in self.headers.items()]
             head += [f"content-length: {len(payload)}", "connection: close", "", ""]
             conn.sendall("\r\n".join(head).encode("latin-1"))
             kept = payload[: self.cut(payload)]

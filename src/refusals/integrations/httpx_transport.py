@@ -24,6 +24,7 @@ import hashlib
 import logging
 import sys
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -33,8 +34,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 import orjson
 
-from refusals.model import FinishReason, LLMResponse
+from refusals.model import (
+    ErrorKind,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    close_truncated_json,
+)
 from refusals.providers import NormalizeError, normalize
+from refusals.providers.fingerprint import conversation_fingerprint
 from refusals.refusal import notice as notice_of
 from refusals.stream import Verdict
 from refusals.transport.streams import StreamDecoder
@@ -90,7 +98,9 @@ class RequestIdentity:
     host: str
     path: str
     body_digest: str
-    """SHA-256 of the body's JSON with sorted keys and without the volatile fields."""
+    """The conversation's fingerprint (`conversation_fingerprint`: model and messages,
+    normalised), or for a body that holds none the SHA-256 of its canonical JSON without
+    the volatile fields."""
 
     def __str__(self) -> str:
         return f"{self.method} {self.host}{self.path}"
@@ -122,12 +132,17 @@ def request_identity(
         if path.endswith(streaming):
             path = path[: -len(streaming)] + plain
             break
-    canonical = orjson.dumps(decoded, option=orjson.OPT_SORT_KEYS)
+    # The conversation, not the raw JSON: the same prompt with another max_tokens, or as
+    # a list of text parts, is the same prompt.
+    digest = conversation_fingerprint(decoded, path)
+    if digest is None:
+        canonical = orjson.dumps(decoded, option=orjson.OPT_SORT_KEYS)
+        digest = hashlib.sha256(canonical).hexdigest()
     return RequestIdentity(
         method=method.upper(),
         host=parsed.netloc.decode("ascii", "replace"),
         path=path,
-        body_digest=hashlib.sha256(canonical).hexdigest(),
+        body_digest=digest,
     )
 
 
@@ -170,6 +185,15 @@ class RefusedRequestError(Exception):
         self.verdict = verdict
         self.notice: str = verdict.notice or ""
         where = f" ({verdict.request})" if verdict.request is not None else ""
+        if not verdict.blocked:
+            # An SDK retry of a request whose answer was cut off in transit.
+            error = verdict.response.error
+            super().__init__(
+                f"refusals: not retrying a request whose answer was cut off{where}: "
+                f"{error.message if error is not None else 'the body broke off'}. The model "
+                "ran and may have refused; send it again yourself if it was not a refusal."
+            )
+            return
         super().__init__(
             f"refusals: not sending a request identical to one already "
             f"{'refused' if verdict.finish_reason is FinishReason.REFUSAL else 'filtered'}"
@@ -210,9 +234,15 @@ class RefusalGuard:
     at most `max_entries` requests, forgetting the oldest first.
     """
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 4096, *, cut_window: float = 60.0) -> None:
         self.max_entries = max_entries
+        self.cut_window = cut_window
+        """Seconds after an answer broke off in transit during which the same request is
+        taken for a retry (LiteLLM's, a loop's) and refused; an SDK's marked retry is
+        refused whenever it comes."""
         self._refused: OrderedDict[RequestIdentity, ResponseVerdict] = OrderedDict()
+        # Requests whose answer broke off after some bytes, and when.
+        self._cut: OrderedDict[RequestIdentity, tuple[ResponseVerdict, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -227,13 +257,29 @@ class RefusalGuard:
         with self._lock:
             return self._refused.get(identity)
 
-    def check(self, identity: RequestIdentity | None) -> None:
-        """Raise `RefusedRequestError` when this request was already refused or filtered."""
+    def check(self, identity: RequestIdentity | None, *, retry: bool = False) -> None:
+        """Raise `RefusedRequestError` when this request was already refused or filtered,
+        or when it is a `retry` (an SDK's) of one whose answer was cut off in transit."""
         if identity is None:
             return
         verdict = self.refused(identity)
+        if verdict is None:
+            with self._lock:
+                cut = self._cut.get(identity)
+            if cut is not None and (retry or time.monotonic() - cut[1] < self.cut_window):
+                verdict = cut[0]
         if verdict is not None:
             raise _refused_error(verdict)
+
+    def record_cut(self, verdict: ResponseVerdict) -> None:
+        """Remember a request whose answer broke off after its first bytes."""
+        if verdict.request is None:
+            return
+        with self._lock:
+            self._cut[verdict.request] = (verdict, time.monotonic())
+            self._cut.move_to_end(verdict.request)
+            while len(self._cut) > self.max_entries:
+                self._cut.popitem(last=False)
 
     def record(self, verdict: ResponseVerdict) -> None:
         """Remember a refused or filtered request; other verdicts are ignored."""
@@ -249,10 +295,12 @@ class RefusalGuard:
         """Allow this request again (for example after the user changed models)."""
         with self._lock:
             self._refused.pop(identity, None)
+            self._cut.pop(identity, None)
 
     def clear(self) -> None:
         with self._lock:
             self._refused.clear()
+            self._cut.clear()
 
 
 OnVerdict = Callable[[ResponseVerdict], None]
@@ -304,8 +352,19 @@ class _Observer:
         self._terminal_seen = False
         self._failed = False
         self._done = False
+        self._received = 0
 
-    def feed(self, chunk: bytes) -> None:
+    @property
+    def received(self) -> int:
+        """Bytes of the body that arrived."""
+        return self._received
+
+    def count(self, size: int) -> None:
+        self._received += size
+
+    def feed(self, chunk: bytes, *, counted: bool = False) -> None:
+        if not counted:
+            self._received += len(chunk)
         if self._done or self._failed:
             return
         try:
@@ -349,6 +408,46 @@ class _Observer:
         if self._on_verdict is not None:
             self._on_verdict(verdict)
 
+    def broken(self, exc: BaseException) -> None:
+        """The body broke off in transit: what arrived is read for its verdict, and a
+        request that received bytes is marked so that an SDK's retry is refused."""
+        if self._done:
+            return
+        self._done = True
+        if self._received == 0:
+            return
+        response: LLMResponse | None = None
+        try:
+            if self._decoder is not None:
+                self._decoder.close(broken=True)
+                response = self._decoder.response
+            elif not self._failed:
+                closed = close_truncated_json(bytes(self._body))
+                if closed is not None:
+                    response = normalize(closed, self._provider, status=self._status)
+        except Exception:  # a cut body that reads as nothing is still a cut body
+            response = None
+        if response is not None and response.finish_reason in _TERMINAL:
+            verdict = self._verdict(response, complete=False)
+            self._extensions[VERDICT_EXTENSION] = verdict
+            if self._guard is not None:
+                self._guard.record(verdict)
+            if self._on_verdict is not None:
+                self._on_verdict(verdict)
+            return
+        message = (
+            f"the connection broke after {self._received} bytes of the HTTP {self._status} "
+            f"body ({type(exc).__name__})"
+        )
+        cut = LLMResponse(
+            finish_reason=FinishReason.ERROR,
+            error=ProviderError(
+                ErrorKind.TRANSIENT, self._status, message=message, should_retry=False
+            ),
+        )
+        if self._guard is not None:
+            self._guard.record_cut(self._verdict(cut, complete=False))
+
     def _final(self, complete: bool) -> ResponseVerdict | None:
         try:
             if self._decoder is not None:
@@ -389,9 +488,13 @@ class _TeeStream:
         self._observer = observer
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
-            self._observer.feed(chunk)
-            yield chunk
+        try:
+            for chunk in self._inner:
+                self._observer.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._observer.broken(exc)
+            raise
         self._observer.finish(complete=True)
 
     def close(self) -> None:
@@ -401,9 +504,13 @@ class _TeeStream:
             self._observer.finish(complete=False)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            self._observer.feed(chunk)
-            yield chunk
+        try:
+            async for chunk in self._inner:
+                self._observer.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._observer.broken(exc)
+            raise
         self._observer.finish(complete=True)
 
     async def aclose(self) -> None:
@@ -417,6 +524,31 @@ class _TeeStream:
 def _tee_type(sync_base: type, async_base: type) -> type[_TeeStream]:
     # The client asserts that a response stream is its own library's byte stream type.
     made: type[_TeeStream] = type("RefusalTeeStream", (_TeeStream, sync_base, async_base), {})
+    return made
+
+
+class _Replay:
+    """A body already read, handed to the client as its own library's byte stream."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._data
+
+    def close(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+@functools.cache
+def _replay_type(sync_base: type, async_base: type) -> type[_Replay]:
+    made: type[_Replay] = type("RefusalReplayStream", (_Replay, sync_base, async_base), {})
     return made
 
 
@@ -446,6 +578,64 @@ else:
     # At run time no httpx base class: Anthropic's SDK rejects any httpx object near its
     # httpx2 client, and httpx2 clients only need the methods.
     _TransportBase = object
+
+
+MAX_ERROR_BODY_BYTES = 1 << 20
+"""An error body is read by the transport itself, up to this size."""
+
+
+def _is_sdk_retry(request: Any) -> bool:
+    """Whether the SDK says this is a retry (the Stainless SDKs, OpenAI's and Anthropic's,
+    count their attempts in `x-stainless-retry-count`)."""
+    value = request.headers.get("x-stainless-retry-count")
+    return value is not None and str(value).strip() not in ("", "0")
+
+
+@dataclass(slots=True)
+class _Pending:
+    """An error response whose body the transport reads (bounded) before handing it on."""
+
+    response: Any
+    observer: _Observer
+    bases: tuple[type, type]
+
+    def read(self) -> Any:
+        stream = self.response.stream
+        parts: list[bytes] = []
+        try:
+            for chunk in stream:
+                parts.append(chunk)
+                self.observer.count(len(chunk))
+                if self.observer.received > MAX_ERROR_BODY_BYTES:
+                    break
+        except Exception as exc:
+            self.observer.broken(exc)
+            raise
+        finally:
+            stream.close()
+        return self._replay(b"".join(parts))
+
+    async def aread(self) -> Any:
+        stream = self.response.stream
+        parts: list[bytes] = []
+        try:
+            async for chunk in stream:
+                parts.append(chunk)
+                self.observer.count(len(chunk))
+                if self.observer.received > MAX_ERROR_BODY_BYTES:
+                    break
+        except Exception as exc:
+            self.observer.broken(exc)
+            raise
+        finally:
+            await stream.aclose()
+        return self._replay(b"".join(parts))
+
+    def _replay(self, data: bytes) -> Any:
+        self.observer.feed(data, counted=True)
+        self.observer.finish(complete=True)
+        self.response.stream = _replay_type(*self.bases)(data)
+        return self.response
 
 
 class RefusalTransport(_TransportBase):
@@ -497,9 +687,14 @@ class RefusalTransport(_TransportBase):
         request.read()
         identity = self.identity(request)
         if self.guard is not None:
-            self.guard.check(identity)
+            self.guard.check(identity, retry=_is_sdk_retry(request))
         response = self.inner.handle_request(request)
-        return self._observe(request, identity, response)
+        observed = self._observe(request, identity, response)
+        if isinstance(observed, _Pending):
+            # An error status: read now, so the verdict holds even if the SDK never reads
+            # the body (a streamed call retried on `x-should-retry` closes it unread).
+            return observed.read()
+        return observed
 
     async def handle_async_request(self, request: Any) -> Any:
         if not hasattr(self.inner, "handle_async_request"):
@@ -507,9 +702,12 @@ class RefusalTransport(_TransportBase):
         await request.aread()
         identity = self.identity(request)
         if self.guard is not None:
-            self.guard.check(identity)
+            self.guard.check(identity, retry=_is_sdk_retry(request))
         response = await self.inner.handle_async_request(request)
-        return self._observe(request, identity, response)
+        observed = self._observe(request, identity, response)
+        if isinstance(observed, _Pending):
+            return await observed.aread()
+        return observed
 
     def _observe(self, request: Any, identity: RequestIdentity | None, response: Any) -> Any:
         media = _media_type(response.headers)
@@ -528,12 +726,14 @@ class RefusalTransport(_TransportBase):
             provider=self.provider,
             identity=identity,
             status=status,
-            streamed=streamed,
+            streamed=streamed and status < 400,
             decompress=decompress,
             extensions=response.extensions,
             guard=self.guard,
             on_verdict=self.on_verdict,
         )
+        if status >= 400:
+            return _Pending(response, observer, bases)
         response.stream = _tee_type(*bases)(response.stream, observer)
         return response
 
