@@ -29,7 +29,7 @@ def _stream(renderer: Renderer, pieces: list[str], **flags: object) -> None:
     text = ""
     for piece in pieces:
         text += piece
-        renderer(ItemUpdated(Item("item_1", "agent_message", {"text": text})))
+        renderer(ItemUpdated(Item("item_1", "agent_message"), piece))
     renderer(ItemCompleted(Item("item_1", "agent_message", {"text": text, **flags})))
 
 

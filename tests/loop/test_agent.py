@@ -127,8 +127,10 @@ def test_streaming_stops_at_the_refusal_verdict_and_shows_nothing_after_it() -> 
     stream = client.streams[0]
     assert stream.closed
     assert stream.read == 4  # read on for details, bounded; nothing after the verdict shown
-    shown = [e.item.data["text"] for e in events if isinstance(e, ItemUpdated | ItemCompleted)]
-    assert shown == ["Sure: ", "Sure: "]
+    deltas = [e.delta for e in events if isinstance(e, ItemUpdated)]
+    whole = [e.item.data["text"] for e in events if isinstance(e, ItemCompleted)]
+    assert deltas == ["Sure: "]
+    assert whole == ["Sure: "]
 
 
 def test_refusal_text_streamed_after_the_verdict_completes_the_notice() -> None:

@@ -90,6 +90,8 @@ class Renderer:
         self.stream = stream
         self.live = live and console.is_terminal
         self._shown: dict[str, str] = {}
+        self._raw: dict[str, str] = {}
+        """Each streamed item's text as it arrived, before sanitising."""
         """Per streamed item, the sanitised text already shown."""
         self._mid_line = False
         self._view: Live | None = None
@@ -151,7 +153,9 @@ class Renderer:
         elif isinstance(event, ItemStarted):
             self._started(event.item)
         elif isinstance(event, ItemUpdated) and event.item.type == "agent_message":
-            self._stream_text(event.item)
+            raw = self._raw.get(event.item.id, "") + event.delta
+            self._raw[event.item.id] = raw
+            self._stream_text(event.item.id, raw)
         elif isinstance(event, ItemCompleted):
             self._completed(event.item)
         elif isinstance(event, RefusalReported) and event.scope == "subagent":
@@ -170,19 +174,19 @@ class Renderer:
             task = sanitize(str(item.data.get("task", "")), max_chars=200, single_line=True)
             self.line(f"subagent: {task}", TOOL_STYLE)
 
-    def _stream_text(self, item: Item) -> None:
+    def _stream_text(self, item_id: str, raw: str) -> None:
         # Sanitise the whole text so far, not the delta: an escape sequence split across
         # two deltas is then still recognised and removed whole.
-        safe = sanitize(str(item.data.get("text") or ""))
-        shown = self._shown.get(item.id, "")
+        safe = sanitize(raw)
+        shown = self._shown.get(item_id, "")
         if len(safe) <= len(shown):
             return
-        self._shown[item.id] = safe
+        self._shown[item_id] = safe
         if not self.live:
             self.console.print(Text(safe[len(shown) :]), end="", soft_wrap=True)
             self._mid_line = not safe.endswith("\n")
             return
-        if self._view is None or self._view_item != item.id:
+        if self._view is None or self._view_item != item_id:
             self.end_line()
             self._view = Live(
                 _Tail(safe),
@@ -193,7 +197,7 @@ class Renderer:
                 redirect_stderr=False,
                 vertical_overflow="crop",
             )
-            self._view_item = item.id
+            self._view_item = item_id
             self._view.start(refresh=True)
             self._drawn_at = time.monotonic()
             return
@@ -238,8 +242,11 @@ class Renderer:
         text = str(item.data.get("text") or "")
         if item.id in self._shown or self.stream:
             # Streamed: the rest of the text (normally nothing), then the view closes.
-            self._stream_text(item)
+            self._stream_text(item.id, text)
             self.end_line()
+            # Shown: the transcript keeps the text; the renderer keeps no copy of it.
+            self._shown.pop(item.id, None)
+            self._raw.pop(item.id, None)
         elif text:
             self.console.print(Markdown(sanitize(text), hyperlinks=False, justify="default"))
         if item.data.get("cut_off"):

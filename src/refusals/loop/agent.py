@@ -308,7 +308,7 @@ class Agent:
                 self.emit(ItemStarted(_snapshot(streamed[0])))
             item = streamed[0]
             item.data["text"] += text
-            self.emit(ItemUpdated(_snapshot(item)))
+            self.emit(ItemUpdated(Item(item.id, item.type), text))
 
         def on_seam(seam: FallbackSeam) -> None:
             # The model that declined was cut off: what it showed is not the answer

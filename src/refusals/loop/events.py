@@ -110,13 +110,19 @@ class ItemStarted(Event):
 
 @dataclass(slots=True)
 class ItemUpdated(Event):
-    """The item so far (whole, not a delta), as streamed text arrives."""
+    """Streamed text added to an item: `delta` only (the whole text comes once, with
+    `item.completed`), so a long answer costs its length, not its length squared."""
 
     type: ClassVar[str] = "item.updated"
     item: Item
+    """The item's id and type (its data is not repeated)."""
+    delta: str = ""
 
     def to_json(self) -> JsonObject:
-        return {"type": self.type, "item": self.item.to_json()}
+        return {
+            "type": self.type,
+            "item": {"id": self.item.id, "type": self.item.type, "delta": self.delta},
+        }
 
 
 @dataclass(slots=True)
