@@ -19,7 +19,7 @@ def _event(name: str, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def long_stream() -> list[dict[str, Any]]:
-    message = {
+    message: dict[str, Any] = {
         "id": "msg_long",
         "type": "message",
         "role": "assistant",

@@ -8,7 +8,7 @@ import pytest
 
 from refusals.providers.fingerprint import conversation_fingerprint
 
-ANTHROPIC = {
+ANTHROPIC: dict[str, Any] = {
     "model": "claude-x",
     "max_tokens": 64,
     "messages": [{"role": "user", "content": "Hi there"}],
