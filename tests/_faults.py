@@ -11,6 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from typing import Literal
 
@@ -177,3 +178,58 @@ def _read_request(conn: socket.socket) -> tuple[str, str, dict[str, str], bytes]
             break
         body += chunk
     return method, target, headers, body
+
+
+class PingServer:
+    """Answers every request with a 200 whose body never ends: an SSE `: ping` comment
+    every `interval` seconds (a keep-alive), for at most `limit` seconds."""
+
+    def __init__(self, interval: float = 0.1, limit: float = 30.0) -> None:
+        self.interval = interval
+        self.limit = limit
+        self.requests = 0
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def __enter__(self) -> PingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            if _read_request(conn) is None:
+                return
+            self.requests += 1
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
+            ping = b": ping\n\n"
+            deadline = time.monotonic() + self.limit
+            while time.monotonic() < deadline and not self._stop.wait(self.interval):
+                conn.sendall(b"%x\r\n%s\r\n" % (len(ping), ping))
+        except OSError:
+            pass
+        finally:
+            conn.close()

@@ -77,11 +77,16 @@ def choose_model(model: str | None) -> tuple[str, str | None]:
     )
 
 
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one provider call may take in all (`--timeout`)."""
+
+
 def make_client(
     model: str,
     base_url: str | None,
     fallbacks: tuple[str, ...],
     scope: Literal["turn", "session"],
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> ModelClient:
     """The client for `model` with its fallback chain; a bad model string or a missing
     key is a `UsageError` (one line)."""
@@ -89,7 +94,9 @@ def make_client(
     from refusals.transport.clients import ClientError, client_for  # noqa: PLC0415
 
     try:
-        return client_for(model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope)
+        return client_for(
+            model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope, timeout=timeout
+        )
     except ClientError as exc:
         raise UsageError(str(exc)) from None
 
@@ -112,6 +119,14 @@ _MODEL_OPTIONS = (
         default="turn",
         show_default=True,
         help="Whether a fallback holds for the turn or for the rest of the session.",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help="How long one provider call may take in all (a stream of keep-alives too).",
     ),
     click.option(
         "--workspace",
@@ -181,8 +196,8 @@ def make_workspace(
 
 
 def model_options(command: _Command) -> _Command:
-    """Add `--model`, `--base-url`, `--fallback-model`, `--fallback-scope` and
-    `--workspace` to a command, in that order."""
+    """Add `--model`, `--base-url`, `--fallback-model`, `--fallback-scope`, `--timeout`
+    and `--workspace` to a command, in that order."""
     for option in reversed(_MODEL_OPTIONS):
         command = option(command)
     return command

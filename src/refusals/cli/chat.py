@@ -52,6 +52,7 @@ def chat_command(
     base_url: str | None,
     fallback_models: tuple[str, ...],
     fallback_scope: Literal["turn", "session"],
+    timeout: float,
     workspace: Path,
     allow_write: bool,
     allow_commands: bool,
@@ -107,7 +108,9 @@ def chat_command(
         # another provider (after /model) reads its own environment.
         same = not primary_provider or provider(name) == primary_provider[0]
         try:
-            return build_client(name, base_url if same else None, fallback_models, fallback_scope)
+            return build_client(
+                name, base_url if same else None, fallback_models, fallback_scope, timeout
+            )
         except UsageError as exc:
             raise ValueError(str(exc)) from None
 

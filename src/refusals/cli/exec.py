@@ -205,6 +205,7 @@ def exec_command(
     max_turns: int,
     fallback_models: tuple[str, ...],
     fallback_scope: Literal["turn", "session"],
+    timeout: float,
     allow_write: bool,
     allow_commands: bool,
     allow_network: bool,
@@ -239,7 +240,7 @@ def exec_command(
             allow_network=allow_network,
             unconfined_commands=unconfined_commands,
         )
-        client = make_client(chosen, base_url, fallback_models, fallback_scope)
+        client = make_client(chosen, base_url, fallback_models, fallback_scope, timeout)
     except UsageError as exc:
         _fail_usage(str(exc))
         return

@@ -24,7 +24,14 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
@@ -450,12 +457,22 @@ class HTTPClient:
             return {"x-goog-api-key": secret.value}
         return {"authorization": f"Bearer {secret.value}"}
 
-    async def _send(self, prepared: _Prepared, *, stream: bool) -> httpx.Response:
+    async def _send(self, prepared: _Prepared, *, stream: bool, deadline: float) -> httpx.Response:
         http = self._client()
         built = http.build_request(
             prepared.method, prepared.url, headers=prepared.headers, content=prepared.content
         )
-        return await http.send(built, stream=stream)
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await http.send(built, stream=stream)
+        except TimeoutError:
+            raise self._overtime() from None
+
+    def _overtime(self) -> httpx.ReadTimeout:
+        """The error of a call that outlived `timeout` (keep-alives and slow bytes count)."""
+        return httpx.ReadTimeout(
+            f"the call took longer than its {self.timeout:g} s limit (--timeout)"
+        )
 
     # --- reading ------------------------------------------------------------------
 
@@ -520,10 +537,11 @@ class HTTPClient:
             call.count += 1
             prepared = self._prepare(request, stream=False)
             started = time.monotonic()
+            deadline = asyncio.get_running_loop().time() + self.timeout
             try:
-                reply = await self._send(prepared, stream=True)
+                reply = await self._send(prepared, stream=True, deadline=deadline)
                 try:
-                    body, broke = await _read_body(reply)
+                    body, broke = await _read_body(reply, deadline, self._overtime)
                 finally:
                     await reply.aclose()
                 if broke is not None and not body:
@@ -604,6 +622,7 @@ class HTTPStream:
         self._response = LLMResponse(model=client.wire_name, provider=client.provider)
         self._iterator: AsyncIterator[StreamEvent] | None = None
         self._http: httpx.Response | None = None
+        self._deadline = 0.0  # the event loop's clock, set for each attempt
         # While a body is being decoded, `response` is read from its decoder, so that a
         # caller who stops at the verdict still gets what arrived.
         self._live: StreamDecoder | None = None
@@ -641,8 +660,9 @@ class HTTPStream:
             call.count += 1
             prepared = client._prepare(self._request, stream=True)
             started = time.monotonic()
+            self._deadline = asyncio.get_running_loop().time() + client.timeout
             try:
-                reply = await client._send(prepared, stream=True)
+                reply = await client._send(prepared, stream=True, deadline=self._deadline)
             except httpx.TransportError as exc:
                 call.record(started, None, error=f"{type(exc).__name__}: {exc}")
                 delay = client.retry.decide(exc, call.count, elapsed=call.elapsed)
@@ -681,7 +701,7 @@ class HTTPStream:
     async def _read_error(self, reply: httpx.Response, started: float) -> LLMResponse | None:
         """An HTTP error read to a response, or None after waiting to retry it."""
         client, call = self._client, self._call
-        body, broke = await _read_body(reply)
+        body, broke = await _read_body(reply, self._deadline, client._overtime)
         if broke is not None:
             result = client._read_cut(body, reply.status_code, reply.headers, broke)
         else:
@@ -714,8 +734,17 @@ class HTTPStream:
         shown = False
         broke: httpx.TransportError | None = None
         received = 0
+        chunks = reply.aiter_bytes()
         try:
-            async for chunk in reply.aiter_bytes():
+            while True:
+                # One bound on the whole call: keep-alive pings do not extend it.
+                try:
+                    async with asyncio.timeout_at(self._deadline):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    raise client._overtime() from None
                 received += len(chunk)
                 for decoded in decoder.feed(chunk):
                     event = self._clean(decoded)
@@ -797,21 +826,30 @@ class HTTPStream:
         return event
 
 
-async def _read_body(reply: httpx.Response) -> tuple[bytes, httpx.TransportError | None]:
-    """The body as far as it arrived, and the transport error that cut it, if any.
+async def _read_body(
+    reply: httpx.Response,
+    deadline: float | None = None,
+    overtime: Callable[[], httpx.TransportError] | None = None,
+) -> tuple[bytes, httpx.TransportError | None]:
+    """The body as far as it arrived (by `deadline`, the event loop's clock), and the
+    transport error that cut it, if any.
 
     An error body is read up to `_MAX_ERROR_BODY` (error pages can be large).
     """
     parts: list[bytes] = []
     size = 0
     try:
-        async for chunk in reply.aiter_bytes():
-            parts.append(chunk)
-            size += len(chunk)
-            if reply.status_code >= 400 and size > _MAX_ERROR_BODY:
-                break
+        async with asyncio.timeout_at(deadline):
+            async for chunk in reply.aiter_bytes():
+                parts.append(chunk)
+                size += len(chunk)
+                if reply.status_code >= 400 and size > _MAX_ERROR_BODY:
+                    break
     except httpx.TransportError as exc:
         return b"".join(parts), exc
+    except TimeoutError:
+        late = overtime() if overtime is not None else httpx.ReadTimeout("the body came too late")
+        return b"".join(parts), late
     return b"".join(parts), None
 
 
@@ -944,6 +982,9 @@ def client_for(
     max_hops: int | None = None,
 ) -> HTTPClient | FallbackChain:
     """The client for `PROVIDER:MODEL`; with `fallbacks`, a fallback chain over them.
+
+    `timeout` bounds each attempt of a call as a whole (connecting, the first byte, and
+    every byte after it: a stream of keep-alive pings ends there too).
 
     A fallback given as a model string of the same provider shares `base_url`,
     `api_key` and `http_client` with the primary; one of another provider reads its own

@@ -1,0 +1,40 @@
+"""`--timeout` bounds one provider call as a whole: keep-alive pings do not extend it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .._faults import PingServer
+from ._exec_support import run_exec
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+def test_a_stream_of_keep_alives_ends_at_the_timeout_and_is_not_resent(stream: bool) -> None:
+    with PingServer(interval=0.05) as server:
+        started = time.monotonic()
+        run = run_exec(
+            "--model",
+            "anthropic:claude-x",
+            "--base-url",
+            server.base_url,
+            "--timeout",
+            "1",
+            *([] if stream else ["--no-stream"]),
+            "hi",
+            env={"ANTHROPIC_API_KEY": "k"},
+        )
+        elapsed = time.monotonic() - started
+    assert run.exit_code == 1
+    assert elapsed < 8
+    # Pings are bytes of the body: the request reached the model, and is not sent again.
+    assert server.requests == 1
+    message = run.one("turn.failed")["error"]["message"]
+    assert "longer than its 1 s limit (--timeout)" in message
+
+
+def test_timeout_must_be_positive() -> None:
+    run = run_exec("--timeout", "0", "hi", as_json=False)
+    assert run.exit_code == 2
+    assert "--timeout" in run.stderr
