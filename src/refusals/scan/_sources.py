@@ -7,12 +7,14 @@ ranges that processes scan in parallel; each range owns the lines that start ins
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import orjson
 
@@ -28,6 +30,12 @@ CHUNK_BYTES = 16 * 1024 * 1024
 """Uncompressed line-oriented files larger than this are scanned in parts this size."""
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 """A single JSON document larger than this is reported, not read into memory."""
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is a bad record (skipped without being held), and the scan goes on."""
+MAX_INFLATION = 500
+"""Decompressed bytes per compressed byte beyond which a file is taken for a bomb..."""
+MIN_BOMB_BYTES = 1 << 30
+"""...once it has inflated past 1 GiB (real logs compress 5-50 times)."""
 READ_BYTES = 1024 * 1024
 
 LINE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch", "exec-events"})
@@ -77,12 +85,81 @@ class TaskResult:
     spool: str | None = None
 
 
+class _Inflation:
+    """A decompressed stream that stops, with an error, where it inflates like a bomb.
+
+    A thin proxy (not a buffered reader over one): the decompressor's own buffering keeps
+    the lines that arrived before a truncated file's end.
+    """
+
+    def __init__(self, inner: IO[bytes], raw: io.FileIO) -> None:
+        self._inner = inner
+        self._raw = raw
+        self._out = 0
+
+    def _count(self, data: bytes) -> bytes:
+        self._out += len(data)
+        if self._out > MIN_BOMB_BYTES:
+            compressed = max(self._raw.tell(), 1)
+            if self._out > MAX_INFLATION * compressed:
+                raise DecompressionBomb(
+                    f"decompressed {self._out >> 20} MiB from {compressed} bytes (over "
+                    f"{MAX_INFLATION} to 1): a decompression bomb; the rest is not read"
+                )
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        return self._count(self._inner.read(size))
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._count(self._inner.readline(size))
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._raw.close()
+
+
+class DecompressionBomb(ValueError):
+    """A compressed file inflating far beyond what any log does."""
+
+
 def open_stream(path: str) -> tuple[IO[bytes], str]:
-    """`path` opened for reading, decompressed, and its compression (`gzip`, `zstd`, ``)."""
+    """`path` opened for reading, decompressed, and its compression (`gzip`, `zstd`, ``).
+
+    Only regular files are read (a FIFO would hang, a device never ends), and a
+    compressed stream that inflates like a bomb stops with `DecompressionBomb`.
+    """
     try:
-        raw = io.BufferedReader(io.FileIO(path, "rb"), READ_BYTES)
+        # Non-blocking, so that opening a FIFO does not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise UnreadableFile(exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnreadableFile(NOT_REGULAR)
+    os.set_blocking(fd, True)
+    fileio = io.FileIO(fd, "rb")
+    try:
+        return _decompressed(fileio)
+    except BaseException:
+        fileio.close()
+        raise
+
+
+NOT_REGULAR = "not a regular file (a FIFO, device or socket is not read)"
+
+
+def _decompressed(fileio: io.FileIO) -> tuple[IO[bytes], str]:
+    raw = io.BufferedReader(fileio, READ_BYTES)
+    stream, compression = _open_decompressed(raw)
+    if not compression:
+        return stream, compression
+    return cast(IO[bytes], _Inflation(stream, fileio)), compression
+
+
+def _open_decompressed(raw: Any) -> tuple[IO[bytes], str]:
     try:
         magic = raw.peek(4)[:4]
     except OSError as exc:
@@ -159,17 +236,33 @@ def sniff_layout(head: bytes) -> str:
 
 
 def file_layout(path: str) -> tuple[str, str]:
-    """The layout and compression of the file at `path` (raises `UnreadableFile`)."""
+    """The layout and compression of the file at `path` (raises `UnreadableFile`).
+
+    The layout never depends on how long the first line is: a first line longer than
+    the 64 KiB head is read on (up to `MAX_LINE_BYTES`) before deciding.
+    """
     stream, compression = open_stream(path)
+    head = b""
     try:
-        head = stream.read(64 * 1024)
-    except (OSError, EOFError, ValueError) as exc:
-        raise UnreadableFile(_read_error(exc)) from None
+        # Line by line: a truncated compressed file still shows its first lines (one read
+        # of the whole head would fail at the cut and show nothing).
+        while len(head) < _HEAD_BYTES and (line := stream.readline(_HEAD_BYTES - len(head))):
+            head += line
+        body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+        if body.startswith(b"{") and b"\n" not in body:
+            # The first line goes on past the head: read it whole, and the next one.
+            head += stream.readline(MAX_LINE_BYTES)
+            head += stream.readline(64 * 1024)
     except Exception as exc:  # zstandard raises its own error type
-        raise UnreadableFile(_read_error(exc)) from None
+        if not head.strip():
+            raise UnreadableFile(_read_error(exc)) from None
+        # The scan reads what came before the damage, and reports the damage.
     finally:
         stream.close()
     return sniff_layout(head), compression
+
+
+_HEAD_BYTES = 64 * 1024
 
 
 def expand_paths(paths: Iterable[str]) -> Iterator[str]:
@@ -210,9 +303,19 @@ def plan(
             yield Task(path, chosen, forced, start, end, part, end - start)
 
 
+_TOO_LONG = bytes(1)
+"""Stands for a line over `MAX_LINE_BYTES` already read past (compared by identity)."""
+
+
+def _skip_rest_of_line(stream: IO[bytes], line: bytes) -> None:
+    """Read past the end of a line too long to keep, holding none of it."""
+    while line and not line.endswith(b"\n"):
+        line = stream.readline(READ_BYTES)
+
+
 def _lines(stream: IO[bytes], task: Task) -> Iterator[bytes]:
     if task.end is None:
-        yield from stream
+        yield from iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b"")
         return
     position = task.start
     if position > 0:
@@ -221,10 +324,16 @@ def _lines(stream: IO[bytes], task: Task) -> Iterator[bytes]:
         position += len(stream.readline()) - 1
     end = task.end
     while position < end:
-        line = stream.readline()
+        line = stream.readline(MAX_LINE_BYTES + 1)
         if not line:
             return
         position += len(line)
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            # Counted whole, so that the part's end is found where it is.
+            while not line.endswith(b"\n") and (line := stream.readline(READ_BYTES)):
+                position += len(line)
+            yield _TOO_LONG  # reported by the caller
+            continue
         yield line
 
 
@@ -268,11 +377,22 @@ def _scan_lines(
         summary.add_problem(Problem(source, 0, str(exc)))
         return 0
     try:
-        # A whole file is read by the stream's own line iterator, with no generator
-        # frame between (one resume fewer per line).
-        lines = stream if task.end is None else _lines(stream, task)
+        # A whole file is read by readline called from C (no generator frame between),
+        # each line bounded so that one endless line cannot take the memory.
+        lines = (
+            iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b"")
+            if task.end is None
+            else _lines(stream, task)
+        )
         for line in lines:
             number += 1
+            if line is _TOO_LONG or len(line) > MAX_LINE_BYTES:
+                if line is not _TOO_LONG:
+                    _skip_rest_of_line(stream, line)
+                summary.add_problem(
+                    Problem(source, number, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped")
+                )
+                continue
             try:
                 if sink is None:
                     if count(line, summary, tally):
