@@ -143,3 +143,21 @@ def test_ctrl_c_after_the_refusal_verdict_keeps_the_refusal_and_exit_3() -> None
     assert events[-1]["type"] == "thread.completed"
     assert events[-1]["outcome_code"] == "refused"
     assert server.app.count() == 1
+
+
+def test_sigterm_before_the_run_starts_exits_130_like_ctrl_c() -> None:
+    # Waiting for the prompt on stdin: the run has not started, no handler of its own.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "refusals", "exec", "--json", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(1.5)  # past the interpreter's start-up, into the read of stdin
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=DEADLINE_SECONDS)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert b"Traceback" not in err

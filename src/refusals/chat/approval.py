@@ -33,7 +33,8 @@ class Approvals:
         arguments = parse_arguments(call)
         items = arguments.items() if isinstance(arguments, dict) else ()
         shown = ", ".join(
-            f"{key}={sanitize(repr(value), max_chars=80, single_line=True)}" for key, value in items
+            f"{_name(key)}={sanitize(repr(value), max_chars=80, single_line=True)}"
+            for key, value in items
         )
         answer = await self.ask(f"allow {tool.name}({shown})?")
         if answer is None:
@@ -42,3 +43,12 @@ class Approvals:
         if answer == "always":
             self.always.add(tool.name)
         return answer != "no"
+
+
+def _name(key: object) -> str:
+    """An argument name as typed by the model: plain when it is an identifier, quoted
+    otherwise, so that a crafted name cannot draw a question of its own."""
+    text = str(key)
+    if text.isidentifier() and text.isascii() and len(text) <= 40:
+        return text
+    return sanitize(repr(text), max_chars=40, single_line=True)

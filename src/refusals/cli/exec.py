@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -57,7 +58,23 @@ def read_prompt(prompt: str | None, stdin: IO[str]) -> str:
         prompt = stdin.read().rstrip()
     if not prompt.strip():
         raise UsageError("the prompt is empty; pass the task as an argument or on stdin")
+    bad = _SURROGATE.search(prompt)
+    if bad is not None:
+        # argv and stdin are decoded with surrogateescape: a lone surrogate is a byte
+        # that was not UTF-8.
+        byte = ord(bad.group()) - 0xDC00 if 0xDC80 <= ord(bad.group()) <= 0xDCFF else None
+        what = f"byte 0x{byte:02x}" if byte is not None else "a lone surrogate"
+        raise UsageError(
+            f"the prompt is not valid UTF-8 ({what} at character {bad.start()}); "
+            "convert it to UTF-8 (e.g. iconv -t UTF-8) and pass it again"
+        )
     return prompt
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Valid JSON, but line separators to JavaScript and to str.splitlines: a JSONL reader
+# that splits on them would cut an event in two.
+_LINE_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 class JsonWriter:
@@ -67,8 +84,10 @@ class JsonWriter:
         self.out = out
 
     def __call__(self, event: Event) -> None:
-        line = orjson.dumps(event.to_json()).decode() + "\n"
-        self.out.write(line)
+        line = orjson.dumps(event.to_json()).decode()
+        if not line.isascii():
+            line = line.translate(_LINE_SEPARATORS)
+        self.out.write(line + "\n")
         self.out.flush()
 
 
@@ -158,16 +177,25 @@ async def _run(agent: Agent, prompt: str) -> TurnResult:
             await close()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]:
     """Ctrl-C before the run started (reading stdin, starting up): exit 130, nothing to
     report (a run in progress handles Ctrl-C itself and reports it)."""
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> None:
+        # SIGTERM before the run starts is a Ctrl-C too (exit 130, nothing half-written),
+        # not the default death (143); the run installs its own handler for both.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             command(*args, **kwargs)
         except KeyboardInterrupt:
             sys.exit(Outcome.CANCELLED.exit_code)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     return run
 

@@ -49,9 +49,18 @@ def csv_writer(out: IO[str], *, clean: bool = False) -> Callable[[ScanRecord], N
         row = record.row()
         if clean:
             row = tuple(sanitize(v) if isinstance(v, str) else v for v in row)
-        writer.writerow(row)
+        writer.writerow(tuple(_inert(v) if isinstance(v, str) else v for v in row))
 
     return sink
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(text: str) -> str:
+    """A cell a spreadsheet will not run: provider text starting like a formula gets a
+    leading apostrophe (the OWASP advice for CSV injection)."""
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 def resubmit_writer(out: IO[bytes]) -> Callable[[ScanRecord], None]:
