@@ -439,3 +439,14 @@ def test_a_model_the_mock_recommends_is_shown_without_its_wire_prefix(app: MockA
     run(chain.complete(hello()))
     assert [a.model for a in chain.attempts] == ["mock:refusal-recommended", "mock:fallback"]
     assert [entry.model for entry in app.requests] == ["mock-refusal-recommended", "mock-fallback"]
+
+
+@pytest.mark.parametrize("spelling", ["mock-refusal", " mock-refusal"])
+def test_the_same_wire_model_under_another_spelling_is_not_asked_again(
+    app: MockApp, spelling: str
+) -> None:
+    chain = chain_for(app, "refusal", spelling, "refusal-mid-stream")
+    response = run(chain.complete(hello()))
+    assert response.finish_reason is FinishReason.REFUSAL
+    assert app.count(model="mock-refusal") == 1
+    assert app.count(model="mock-refusal-mid-stream") == 1

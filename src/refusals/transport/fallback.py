@@ -62,6 +62,17 @@ def _wire(client: ModelClient) -> str | None:
     return wire if isinstance(wire, str) else None
 
 
+def _identity(client: ModelClient) -> str:
+    """Which model a client really asks: the wire, the server and the model name sent,
+    so that `mock:refusal` and `mock:mock-refusal`, or one name in two spellings, count
+    as one model (never asked twice in one call)."""
+    wire_name = getattr(client, "wire_name", None)
+    base_url = getattr(client, "base_url", None)
+    if isinstance(wire_name, str) and isinstance(base_url, str):
+        return f"{_wire(client)}|{base_url.rstrip('/').lower()}|{wire_name.strip().lower()}"
+    return client.model
+
+
 def _same_platform(a: ModelClient, b: ModelClient) -> bool:
     """Whether a credit token minted by `a` can be redeemed on `b` (Anthropic, one host)."""
     return (
@@ -154,11 +165,11 @@ class _Route:
         recommended = stop.recommended_model if stop is not None else None
         if recommended and self.chain.follow_recommended:
             derived = self._derive(recommended)
-            if derived is not None and derived.model not in self.tried:
+            if derived is not None and _identity(derived) not in self.tried:
                 return derived, self.rank
         clients = self.chain.clients
         for rank in range(self.rank + 1, len(clients)):
-            if clients[rank].model not in self.tried:
+            if _identity(clients[rank]) not in self.tried:
                 return clients[rank], rank
         return None
 
@@ -174,7 +185,7 @@ class _Route:
 
     def advance(self, target: ModelClient, rank: int) -> None:
         self.current, self.rank = target, rank
-        self.tried.add(target.model)
+        self.tried.add(_identity(target))
         self.hops += 1
 
 
@@ -255,7 +266,7 @@ class FallbackChain:
 
     def _route(self) -> _Route:
         route = _Route(self, self._start, self._start_rank)
-        route.tried.add(self._start.model)
+        route.tried.add(_identity(self._start))
         return route
 
     def _for_client(self, request: Request, client: ModelClient) -> Request:
