@@ -369,11 +369,13 @@ def _title(text: str) -> str | None:
 
 POLICY_BLOCK = re.compile(
     r"\b(?:blocked|flagged|filtered)\b.{0,60}?\b(?:content[ _-]?filter\w*|guardrails?"
-    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b",
+    r"|safety|moderation|(?:content|usage|acceptable[ -]use) polic(?:y|ies))\b"
+    r"|\b(?:violat\w*|against)\b.{0,40}?\b(?:content|usage|acceptable[ -]use) polic(?:y|ies)\b",
     re.IGNORECASE | re.DOTALL,
 )
 """An error message that says a filter blocked the input or output ("Output blocked by
-content filtering policy", "This request has been blocked by our content filters")."""
+content filtering policy", "This request has been blocked by our content filters") or
+that the request breaks a usage policy ("This request violates our Usage Policy")."""
 
 
 def says_blocked(message: str | None, pattern: re.Pattern[str] = POLICY_BLOCK) -> bool:

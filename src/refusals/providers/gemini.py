@@ -275,9 +275,12 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         raw = string(candidate.get("finishReason"))
         # No finish reason on a full body: the candidate never finished (or is missing).
         finish = FINISH_REASONS.get(raw or "", FinishReason.ERROR)
+        ratings = candidate.get("safetyRatings")
+        if finish in _UNBLOCKED and _blocked_ratings(ratings):
+            # A rating marked blocked is a filter's verdict, whatever the finish says.
+            finish = FinishReason.CONTENT_FILTER
         if finish is FinishReason.STOP and tool_calls:
             finish = FinishReason.TOOL_CALLS
-        ratings = candidate.get("safetyRatings")
         explanation = string(candidate.get("finishMessage"))
         scope = "response"
 
@@ -504,6 +507,8 @@ class StreamDecoder(WireDecoder):
 
     def _verdict(self, raw: str, explanation: str | None) -> Verdict:
         finish = FINISH_REASONS.get(raw, FinishReason.ERROR)
+        if finish in _UNBLOCKED and self._blocked:
+            finish = FinishReason.CONTENT_FILTER
         if finish is FinishReason.STOP and self._tool_calls:
             finish = FinishReason.TOOL_CALLS
         if finish is FinishReason.CONTENT_FILTER:
@@ -769,6 +774,8 @@ _UNSET = msgspec.UNSET
 _FINISH_REASON = FINISH_REASONS.get
 # Module names for the members: reading one off the enum class costs a lookup each time.
 _STOP, _TOOL_CALLS, _ERROR = FinishReason.STOP, FinishReason.TOOL_CALLS, FinishReason.ERROR
+_UNBLOCKED = frozenset({FinishReason.STOP, FinishReason.LENGTH})
+"""Finishes a rating marked `blocked: true` overrides (the filter decided, not the end)."""
 _FILTERED = FinishReason.CONTENT_FILTER
 # The category rule's answer when no rating is blocked, worked out once for the filter
 # finish reasons and the documented block reasons (a `.get` is cheaper than the case
@@ -852,9 +859,16 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         elif candidate is not None:
             raw = candidate.finish_reason
             finish = _FINISH_REASON(raw, _ERROR) if raw else _ERROR
+            ratings = candidate.safety_ratings
+            if (
+                ratings
+                and finish in _UNBLOCKED
+                and b"blocked" in bytes(ratings)
+                and _fast_blocked(_decode_ratings(ratings) or ())
+            ):
+                finish = _FILTERED
             if finish is _STOP and tool_calls:
                 finish = _TOOL_CALLS
-            ratings = candidate.safety_ratings
             explanation = candidate.finish_message
             scope = "response"
         else:

@@ -362,7 +362,8 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     raw_content = message.get("content")
     text, thinking = _message_text(raw_content)
     reasoning = _reasoning(message, thinking)
-    refusal = nonblank(message.get("refusal"))
+    raw_refusal = message.get("refusal")
+    refusal = nonblank(raw_refusal if type(raw_refusal) is not list else _parts_text(raw_refusal))
     if refusal is None and type(raw_content) is list:
         # Content given as parts, one of them {"type": "refusal", "refusal": ...}.
         refusal = nonblank("\n\n".join(content_refusals(raw_content)))
@@ -525,6 +526,20 @@ def _message_text(content: Any) -> tuple[str, list[str]]:
             if inner:
                 thinking.append(inner)
     return "".join(texts), thinking
+
+
+def _parts_text(parts: list[Any]) -> str:
+    """A refusal given as a list of parts (strings, or `{"type": "refusal" | "text", ...}`
+    objects), as one text."""
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            text = part.get("refusal", part.get("text"))
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts)
 
 
 def content_refusals(content: list[Any]) -> list[str]:
@@ -1278,7 +1293,8 @@ class StreamDecoder(WireDecoder):
         if text:
             self._text = True
             events.append(TextDelta(text))
-        refusal = string(delta.get("refusal"))
+        raw_refusal = delta.get("refusal")
+        refusal = string(raw_refusal) if type(raw_refusal) is not list else _parts_text(raw_refusal)
         if not refusal and type(content) is list:
             refusal = "\n\n".join(content_refusals(content))
         if refusal:

@@ -216,7 +216,9 @@ def _response(
 
     finish = STATUSES.get(status, FinishReason.ERROR) if status is not None else FinishReason.ERROR
     raw = status
-    if status == "incomplete":
+    if status == "incomplete" or incomplete_reason == "content_filter":
+        # A filter's reason stands whatever the status says (a gateway may report a
+        # filtered response as `completed` with the reason still set).
         finish = INCOMPLETE_REASONS.get(incomplete_reason or "", FinishReason.ERROR)
         raw = incomplete_reason or status
     elif status == "failed":

@@ -1,0 +1,132 @@
+"""Valid refusal and filter shapes that read as `stop` before (issue 23's variants)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from refusals import FinishReason, normalize, notice
+from refusals.transport.streams import decode_stream
+
+RATING = {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
+
+BODIES: dict[str, tuple[dict[str, Any], str | None, int | None, FinishReason]] = {
+    "openai refusal as a list of parts": (
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "refusal": [{"type": "refusal", "refusal": "I can't help with that."}],
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+        },
+        None,
+        None,
+        FinishReason.REFUSAL,
+    ),
+    "responses completed with a content_filter reason": (
+        {
+            "id": "resp_1",
+            "object": "response",
+            "status": "completed",
+            "model": "gpt-4o",
+            "incomplete_details": {"reason": "content_filter"},
+            "output": [],
+        },
+        None,
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "gemini STOP with a blocked rating": (
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": "Here"}]},
+                    "finishReason": "STOP",
+                    "safetyRatings": [RATING],
+                }
+            ],
+            "modelVersion": "gemini-2.0-flash",
+        },
+        None,
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "anthropic 400 violates our Usage Policy": (
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "This request violates our Usage Policy.",
+            },
+        },
+        "anthropic",
+        400,
+        FinishReason.CONTENT_FILTER,
+    ),
+}
+
+
+@pytest.mark.parametrize("as_bytes", [False, True], ids=["dict", "bytes"])
+@pytest.mark.parametrize("name", list(BODIES))
+def test_the_variant_reads_as_its_verdict_with_a_notice(name: str, as_bytes: bool) -> None:
+    body, provider, status, expected = BODIES[name]
+    payload: Any = orjson.dumps(body) if as_bytes else body
+    response = normalize(payload, provider=provider, status=status)
+    assert response.finish_reason is expected
+    assert notice(response) is not None
+
+
+def test_a_gemini_stream_ending_stop_with_a_blocked_rating_is_a_filter() -> None:
+    chunk = {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": "Here"}]},
+                "finishReason": "STOP",
+                "safetyRatings": [RATING],
+            }
+        ],
+        "modelVersion": "gemini-2.0-flash",
+    }
+    response, _ = decode_stream(b"data: " + orjson.dumps(chunk) + b"\r\n\r\n", "gemini")
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.stop_details is not None
+    assert response.stop_details.category == "dangerous_content"
+
+
+def test_an_openai_stream_with_the_refusal_as_parts_is_a_refusal() -> None:
+    chunks = [
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "refusal": [{"type": "refusal", "refusal": "No."}],
+                    },
+                }
+            ],
+        },
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        },
+    ]
+    stream = b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    response, _ = decode_stream(stream, "openai")
+    assert response.finish_reason is FinishReason.REFUSAL
