@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import gzip
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,15 +24,27 @@ MIB = 1 << 20
 
 
 def scan(*args: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess[bytes], int]:
-    """The scan's result and the peak RSS, in MiB, of the biggest child so far."""
-    done = subprocess.run(
-        [sys.executable, "-m", "refusals", "scan", "--jobs", "1", *args],
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-    return done, peak
+    """The scan's result and its own peak RSS in MiB (`wait4` reports that child alone)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "refusals", "scan", "--jobs", "1", *args],
+            stdout=out,
+            stderr=err,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                process.kill()
+                raise AssertionError(f"the scan took over {timeout} s")
+            time.sleep(0.05)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        done = subprocess.CompletedProcess(process.args, process.returncode, out.read(), err.read())
+    return done, usage.ru_maxrss // 1024
 
 
 def output(tmp_path: Path) -> Path:
