@@ -193,3 +193,16 @@ def test_the_quick_fallback_check_agrees_with_the_response_on_every_fixture() ->
         assert _served_by_fallback(response) == response.served_by_fallback, path
     assert checked > 150
     assert served >= 4
+
+
+def test_blank_lines_are_skipped_and_empty_objects_are_bad_records(tmp_path: Path) -> None:
+    log = tmp_path / "filler.jsonl"
+    refusal = orjson.dumps(orjson.loads(_fixture("openai-chat/refusal.json")))
+    log.write_bytes(b"\n{}\n  \n" + refusal + b"\n{ }\r\n{}")
+    summary = scan_local([str(log)], jobs=1)
+    assert (summary.records, summary.refused, summary.bad_records) == (1, 1, 3)
+    assert [(p.line, p.message) for p in summary.problems] == [
+        (2, "unrecognised JSON object (keys: none)"),
+        (5, "unrecognised JSON object (keys: none)"),
+        (6, "unrecognised JSON object (keys: none)"),
+    ]

@@ -303,6 +303,11 @@ def plan(
             yield Task(path, chosen, forced, start, end, part, end - start)
 
 
+_TINY = 8
+_EMPTY_LINES = frozenset({b"", b"{}"})
+_EMPTY_OBJECT = "unrecognised JSON object (keys: none)"
+"""What the readers say of `{}`, said without asking them."""
+
 _TOO_LONG = bytes(1)
 """Stands for a line over `MAX_LINE_BYTES` already read past (compared by identity)."""
 
@@ -392,6 +397,11 @@ def _scan_lines(
                 summary.add_problem(
                     Problem(source, number, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped")
                 )
+                continue
+            if len(line) <= _TINY and line.strip() in _EMPTY_LINES:
+                # Blank lines and `{}` are common filler: no reader is worth asking.
+                if line.strip():
+                    summary.add_problem(Problem(source, number, _EMPTY_OBJECT))
                 continue
             try:
                 if sink is None:
