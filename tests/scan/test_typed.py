@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from refusals import LLMResponse, NormalizeError, normalize
@@ -406,8 +406,19 @@ def damaged_lines(draw: st.DrawFn) -> bytes:
 def test_damaged_lines_get_the_same_verdict_or_problem(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes]
 ) -> None:
+    # The one documented difference (`_classify._plausible`): a number beyond a double's
+    # range in bytes the typed path skips. Such lines are left out, not tolerated.
+    assume(not any(_infinite_number(line) for line in lines))
     path = _write(tmp_path_factory.mktemp("damaged") / "lines.jsonl", lines)
     _assert_same(path)
+
+
+def _infinite_number(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return "number is infinity" in str(exc)
+    return False
 
 
 def _fields_from_the_response(response: LLMResponse) -> tuple[str | None, ...]:
