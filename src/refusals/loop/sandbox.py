@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -60,6 +61,18 @@ _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", 
 _HIDDEN_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
 _EXIT_GRACE_SECONDS = 0.5
 """How long output is read after the shell exited (a child it left may still write)."""
+
+
+class _ReapedElsewhere(logging.Filter):
+    """asyncio's child watcher warns when a killed command was reaped before it looked
+    (subprocess's own clean-up does that); `_wait_exit` handles it, so the warning is
+    noise on the user's terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Unknown child process pid")
+
+
+logging.getLogger("asyncio").addFilter(_ReapedElsewhere())
 
 
 def scrubbed_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -199,11 +212,16 @@ async def run_bounded(
             room = limit - len(kept)
             if room > 0:
                 kept.extend(chunk[:room])
+            # A read of a full pipe returns without yielding: without this, a command
+            # writing without end (`cat /dev/zero`) would starve the loop, timeout and all.
+            await asyncio.sleep(0)
 
     reader = asyncio.ensure_future(pump())
     returncode: int | None = None
     try:
-        returncode = await asyncio.wait_for(process.wait(), timeout)
+        returncode = await _wait_exit(process, timeout)
+        if returncode is None:
+            raise TimeoutError
         # The shell is gone; a child it left may hold the pipe open: read a moment more.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(reader), _EXIT_GRACE_SECONDS)
@@ -217,9 +235,61 @@ async def run_bounded(
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
-        with contextlib.suppress(ProcessLookupError, asyncio.CancelledError):
-            await process.wait()
+        await _reap(process)
+        # An exit the watcher missed leaves the transport open, to be closed by the
+        # garbage collector after the loop is gone (a traceback at exit): close it now.
+        transport = getattr(process, "_transport", None)
+        if transport is not None:
+            transport.close()
     return CommandResult(returncode, bytes(kept), total)
+
+
+_REAP_SECONDS = 2.0
+_POLL_SECONDS = 0.25
+
+
+async def _wait_exit(process: asyncio.subprocess.Process, timeout: float) -> int | None:
+    """The exit status, or None at `timeout`. asyncio's threaded child watcher (3.11) can
+    miss an exit: a process seen to be a zombie that it has not reported is reaped here."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    waiter = asyncio.ensure_future(process.wait())
+    try:
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                return await asyncio.wait_for(asyncio.shield(waiter), min(_POLL_SECONDS, remaining))
+            except TimeoutError:
+                if not os.path.exists(f"/proc/{process.pid}"):
+                    return process.returncode  # reaped elsewhere (subprocess's cleanup)
+                if _is_zombie(process.pid):
+                    await asyncio.sleep(0.05)  # the watcher's last chance
+                    if process.returncode is not None:
+                        return process.returncode
+                    with contextlib.suppress(ChildProcessError):
+                        reaped, status = os.waitpid(process.pid, os.WNOHANG)
+                        if reaped:
+                            return os.waitstatus_to_exitcode(status)
+    finally:
+        waiter.cancel()
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            # `pid (comm) S ...`: the state follows the last `)`.
+            return handle.read().rpartition(b")")[2][1:2] == b"Z"
+    except OSError:
+        return False
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Wait for a killed process, bounded: asyncio's child watcher can miss the exit of
+    a process killed while it starts watching, and the wait would then never end."""
+    with contextlib.suppress(ProcessLookupError, asyncio.CancelledError):
+        await _wait_exit(process, _REAP_SECONDS)
 
 
 def _end_everything(pgid: int, marker: str) -> None:
