@@ -98,7 +98,17 @@ def make_client(
             model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope, timeout=timeout
         )
     except ClientError as exc:
-        raise UsageError(str(exc)) from None
+        raise UsageError(_for_the_command_line(str(exc))) from None
+
+
+def _for_the_command_line(message: str) -> str:
+    """A client error in the command line's terms: the library's keyword arguments are
+    options (or nothing) here."""
+    return (
+        message.replace(" (or pass api_key=...)", "")
+        .replace("pass base_url=...", "pass --base-url URL")
+        .replace("base_url", "--base-url")
+    )
 
 
 _Command = TypeVar("_Command", bound=Callable[..., Any])
