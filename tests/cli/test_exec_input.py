@@ -41,3 +41,17 @@ def test_unicode_line_separators_are_escaped_so_every_event_is_one_line() -> Non
     events = [orjson.loads(line) for line in text.splitlines()]
     answer = [e for e in events if e["type"] == "item.completed"][-1]["item"]["text"]
     assert answer == f"Mock answer: {prompt}"
+
+
+def test_a_mistyped_mock_scenario_is_a_usage_error_with_a_suggestion() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "refusals", "exec", "--model", "mock:refusl", "hi"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "refusals exec: unknown mock scenario 'refusl' in 'mock:refusl'; did you mean "
+        "mock:refusal? (`refusals mock-server --list` lists them)\n"
+    )

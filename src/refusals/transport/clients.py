@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import difflib
 import os
 import time
 from collections.abc import (
@@ -881,6 +882,26 @@ def _mock_http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://mock.invalid")
 
 
+def _check_mock_scenario(model: str, name: str) -> None:
+    """A `mock:` model names a scenario: a typo is an error, not a silent answer."""
+    from refusals.mock.scenarios import (  # noqa: PLC0415 - the mock loads only when used
+        FALLBACK_MODEL,
+        SCENARIOS,
+        parse_name,
+    )
+
+    scenario = name.removeprefix("mock-")
+    known = [*SCENARIOS, FALLBACK_MODEL.removeprefix("mock-")]
+    if parse_name(scenario) is not None or scenario in known:
+        return
+    close = difflib.get_close_matches(scenario.lower(), known, n=1)
+    hint = f"; did you mean mock:{close[0]}?" if close else ""
+    raise ClientError(
+        f"unknown mock scenario {scenario[:60]!r} in {model[:80]!r}{hint} "
+        "(`refusals mock-server --list` lists them)"
+    )
+
+
 def _first_env(names: Sequence[str]) -> str | None:
     for name in names:
         value = os.environ.get(name)
@@ -906,6 +927,7 @@ def _make_client(
     url = base_url or _first_env(spec.base_url_env) or spec.base_url
     try:
         if provider == "mock":
+            _check_mock_scenario(model, name)
             secret = Secret(api_key or _MOCK_KEY)
             if http_client is None:
                 http_client = _mock_http_client()
