@@ -80,6 +80,21 @@ def is_blocked_notice(text: str) -> bool:
     )
 
 
+def refusal_explanation(response: LLMResponse) -> str | None:
+    """The explanation `refusal_reason` quotes: the stop details', else the refusal text
+    in the content (OpenAI's `message.refusal`), trimmed and bounded; None without one."""
+    return _refusal_explanation(response, _first_stop_details(list(response.decoded_details())))
+
+
+def _refusal_explanation(response: LLMResponse, stop: Any) -> str | None:
+    explanation = _stop_field(stop, "explanation")
+    if explanation is None:
+        content = _trim(response.content or "")
+        if content:
+            explanation = _bounded_explanation(content)
+    return explanation
+
+
 def refusal_reason(response: LLMResponse) -> str:
     """User-facing explanation for a provider refusal.
 
@@ -97,12 +112,7 @@ def refusal_reason(response: LLMResponse) -> str:
     if category is not None:
         reason += f" (category: {category})"
 
-    explanation = _stop_field(stop, "explanation")
-    if explanation is None:
-        content = _trim(response.content or "")
-        if content:
-            explanation = _bounded_explanation(content)
-    reason = _append_explanation(reason, explanation)
+    reason = _append_explanation(reason, _refusal_explanation(response, stop))
 
     sentence = _fallback_sentence(response, details, _stop_field(stop, "recommended_model"))
     if sentence is not None:

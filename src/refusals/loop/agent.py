@@ -55,6 +55,7 @@ from refusals.loop.subagents import (
 )
 from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
 from refusals.model import LLMResponse, ToolCall, Usage
+from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam
 from refusals.transport.base import ModelClient
@@ -604,7 +605,10 @@ class Agent:
             request_id=response.request_id,
             raw_stop_reason=response.raw_finish_reason,
             category=category,
-            explanation=stop.explanation if stop is not None else None,
+            # For a refusal, what the notice quotes (OpenAI gives only the refusal text).
+            explanation=refusal_explanation(response)
+            if refused
+            else (stop.explanation if stop is not None else None),
             recommended_model=stop.recommended_model if stop is not None else None,
             served_by_fallback=response.served_by_fallback,
             scope=self.scope,

@@ -39,6 +39,7 @@ from refusals.model import (
     new_response,
     new_usage,
 )
+from refusals.providers import openai_chat
 from refusals.providers._common import (
     FAST_FAILED,
     NO_RAW,
@@ -181,6 +182,10 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
         error = obj(payload).get("error")
         text = string(error)
         if isinstance(error, dict):  # an OpenAI-style body from Ollama's /v1 endpoints
+            # OpenAI's policy codes (`invalid_prompt`, `content_filter`) are filters here
+            # too; anything else keeps Ollama's own reading of the status.
+            if openai_chat.classify_error(payload, status).error.kind is ErrorKind.POLICY:
+                return openai_chat.parse_error(payload, status, provider)
             text = string(error.get("message"))
             code = string(error.get("code")) or string(error.get("type"))
     message = bounded_message(text)
