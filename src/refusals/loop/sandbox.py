@@ -263,7 +263,9 @@ async def _wait_exit(process: asyncio.subprocess.Process, timeout: float) -> int
                 return await asyncio.wait_for(asyncio.shield(waiter), min(_POLL_SECONDS, remaining))
             except TimeoutError:
                 if not os.path.exists(f"/proc/{process.pid}"):
-                    return process.returncode  # reaped elsewhere (subprocess's cleanup)
+                    # Reaped elsewhere (subprocess's clean-up): it exited, its status is
+                    # lost; 255, as asyncio reports it, never None (None means timed out).
+                    return process.returncode if process.returncode is not None else 255
                 if _is_zombie(process.pid):
                     await asyncio.sleep(0.05)  # the watcher's last chance
                     if process.returncode is not None:
