@@ -188,17 +188,9 @@ class Workspace:
                 os.close(parent)
         try:
             info = os.fstat(fd)
-            if stat.S_ISDIR(info.st_mode):
-                raise ToolError(f"{path!r} is not a file")
-            if not stat.S_ISREG(info.st_mode):
-                raise ToolError(
-                    f"{path!r} is not a regular file (a FIFO, device or socket is never read)"
-                )
-            if info.st_nlink > 1:
-                raise ToolError(
-                    f"{path!r} has other hard links, which may be outside the workspace; "
-                    "it is not read"
-                )
+            problem = _unreadable(info)
+            if problem is not None:
+                raise ToolError(f"{path!r} {problem}")
             os.set_blocking(fd, True)
             yield fd, info, "/".join(names)
         finally:
@@ -305,8 +297,7 @@ class Workspace:
             except OSError:
                 continue  # a symlink, or gone: not a file of the workspace to search
             try:
-                info = os.fstat(fd)
-                if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+                if _unreadable(os.fstat(fd)) is not None:
                     os.close(fd)
                     continue
                 os.set_blocking(fd, True)
@@ -497,6 +488,19 @@ def _lines(file: _Bounded) -> Iterator[tuple[int, bytes]]:
                 if not rest or rest.endswith(b"\n"):
                     break
         yield number, line
+
+
+def _unreadable(info: os.stat_result) -> str | None:
+    """Why a file the tools opened is not read (the end of a sentence about it), or None:
+    only regular files with no other name are (a FIFO would hang, a device never ends,
+    a hard link's other name may be outside the workspace)."""
+    if stat.S_ISDIR(info.st_mode):
+        return "is not a file"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a FIFO, device or socket is never read)"
+    if info.st_nlink > 1:
+        return "has other hard links, which may be outside the workspace; it is not read"
+    return None
 
 
 def _link_target(dir_fd: int, name: str) -> str | None:
