@@ -11,6 +11,30 @@ from refusals import FinishReason, normalize, notice
 from refusals.transport.streams import decode_stream
 
 RATING = {"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": True}
+SAFE = {"hate": {"filtered": False, "severity": "safe"}}
+VIOLENCE = {"violence": {"filtered": True, "severity": "high"}}
+CLEAN_CHOICE = {
+    "index": 0,
+    "message": {"role": "assistant", "content": "Here is the first answer."},
+    "finish_reason": "stop",
+    "content_filter_results": SAFE,
+}
+FILTERED_CHOICE = {
+    "index": 1,
+    "message": {"role": "assistant", "content": "Here is"},
+    "finish_reason": "content_filter",
+    "content_filter_results": VIOLENCE,
+}
+
+
+def _completion(*choices: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-2",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [*choices],
+    }
+
 
 BODIES: dict[str, tuple[dict[str, Any], str | None, int | None, FinishReason]] = {
     "openai refusal as a list of parts": (
@@ -59,6 +83,33 @@ BODIES: dict[str, tuple[dict[str, Any], str | None, int | None, FinishReason]] =
             "modelVersion": "gemini-2.0-flash",
         },
         None,
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "azure filtered on choice 1 beside a clean choice 0": (
+        _completion(CLEAN_CHOICE, FILTERED_CHOICE),
+        "azure",
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "azure filtered on choice 1 listed first": (
+        _completion(FILTERED_CHOICE, CLEAN_CHOICE),
+        None,
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "azure lone choice under index 1": (
+        _completion(FILTERED_CHOICE),
+        "azure",
+        None,
+        FinishReason.CONTENT_FILTER,
+    ),
+    "openai content_filter finish on choice 1 only": (
+        _completion(
+            {k: v for k, v in CLEAN_CHOICE.items() if k != "content_filter_results"},
+            {k: v for k, v in FILTERED_CHOICE.items() if k != "content_filter_results"},
+        ),
+        "openai",
         None,
         FinishReason.CONTENT_FILTER,
     ),
@@ -130,3 +181,52 @@ def test_an_openai_stream_with_the_refusal_as_parts_is_a_refusal() -> None:
     stream = b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
     response, _ = decode_stream(stream, "openai")
     assert response.finish_reason is FinishReason.REFUSAL
+
+
+def test_the_answer_of_a_filtered_n2_body_is_choice_0_and_names_choice_1s_category() -> None:
+    response = normalize(orjson.dumps(_completion(CLEAN_CHOICE, FILTERED_CHOICE)), provider="azure")
+    assert response.content == "Here is the first answer."
+    assert response.stop_details is not None
+    assert response.stop_details.category == "violence"
+    assert any('"choice_index":1' in str(d) for d in response.reasoning_details or ())
+
+
+def test_two_clean_choices_stay_a_stop() -> None:
+    other = {**CLEAN_CHOICE, "index": 1, "message": {"role": "assistant", "content": "Second."}}
+    for payload in (
+        _completion(CLEAN_CHOICE, other),
+        orjson.dumps(_completion(CLEAN_CHOICE, other)),
+    ):
+        response = normalize(payload, provider="azure")
+        assert response.finish_reason is FinishReason.STOP
+        assert response.content == "Here is the first answer."
+
+
+def test_an_azure_n2_stream_filtered_on_choice_1_is_a_filter_with_choice_0s_text() -> None:
+    def chunk(index: int, content: str | None, finish: str | None, results: Any) -> bytes:
+        choice: dict[str, Any] = {
+            "index": index,
+            "delta": {"content": content} if content else {},
+            "finish_reason": finish,
+            "content_filter_results": results,
+        }
+        body = {
+            "id": "c2",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4o",
+            "choices": [choice],
+        }
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    stream = (
+        chunk(0, "Hi", None, SAFE)
+        + chunk(1, "Here", None, SAFE)
+        + chunk(1, None, "content_filter", VIOLENCE)
+        + chunk(0, None, "stop", SAFE)
+        + b"data: [DONE]\n\n"
+    )
+    response, _ = decode_stream(stream, "azure")
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.content == "Hi"
+    assert response.stop_details is not None
+    assert response.stop_details.category == "violence"

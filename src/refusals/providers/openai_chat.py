@@ -357,6 +357,9 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     choice = choices[0] if type(choices) is list and choices else None
     if type(choice) is not dict or choice.get("index", 0) != 0:
         choice = first_choice(choices)  # choice 0 is not first (or the list is odd)
+        if not choice and type(choices) is list:
+            # No choice 0 at all (a lone choice under another index): the first is it.
+            choice = next((c for c in choices if type(c) is dict), {})
     message = obj(choice.get("message")) or obj(choice.get("delta"))
 
     raw_content = message.get("content")
@@ -385,6 +388,15 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
         filtered, filter_details = azure.filtered, azure.details
     else:
         filtered, filter_details = [], []
+    if type(choices) is list and len(choices) > 1:
+        # With `n` > 1 the answer is choice 0, but a filter that stopped another choice
+        # still stopped part of what was asked for: the response is filtered.
+        other = other_choices_filtered(choices, choice)
+        if other is not None:
+            filtered = filtered + other.filtered
+            filter_details = filter_details + other.details
+            if not other.filtered:
+                finish = FinishReason.CONTENT_FILTER
     raw_moderation = body.get("moderation")
     if raw_moderation is not None:
         moderation = moderation_signals(raw_moderation)
@@ -449,6 +461,27 @@ def native_finish(native: str, finish: FinishReason) -> FinishReason:
     if block is not None and finish not in (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER):
         return block
     return finish
+
+
+def other_choices_filtered(choices: list[Any], answer: JsonObject) -> FilterSignals | None:
+    """The filter signals of the choices other than `answer`, or None when none of them
+    was filtered (`finish_reason: content_filter` or a category `filtered: true`)."""
+    signals: FilterSignals | None = None
+    for item in choices:
+        if item is answer or type(item) is not dict:
+            continue
+        results = item.get("content_filter_results")
+        categories = azure_filtered_categories(results)[0] if results else []
+        if not categories and item.get("finish_reason") != "content_filter":
+            continue
+        if signals is None:
+            signals = FilterSignals()
+        extra: JsonObject = {"source": "completion"}
+        index = item.get("index")
+        if _is_int(index):
+            extra["choice_index"] = index
+        _add_azure_results(signals, results, extra)
+    return signals
 
 
 def first_choice(choices: Any) -> JsonObject:
@@ -1152,6 +1185,7 @@ class StreamDecoder(WireDecoder):
         self._completion_results: JsonObject = {}
         self._prompt_details: list[Detail] = []
         self._moderation_details: list[Detail] = []
+        self._other_details: list[Detail] = []
         self._tool_ids: dict[str, int] = {}
         self._tool_names: dict[int, str] = {}
         self._last_tool: int | None = None
@@ -1192,10 +1226,18 @@ class StreamDecoder(WireDecoder):
             return self._error_body(payload)
         events: list[StreamEvent] = []
         self._prompt_filters(payload, events)
-        choice = first_choice(payload.get("choices"))
+        choices = payload.get("choices")
+        choice = first_choice(choices)
         if choice:
-            # n > 1: the other choices are not the response (as in parse_response).
+            # n > 1: the other choices are not the response (as in parse_response)...
             self._choice(choice, events)
+        if type(choices) is list and (len(choices) > 1 or not choice):
+            # ...but a filter that stopped one of them filtered the response.
+            other = other_choices_filtered(choices, choice)
+            if other is not None:
+                self._other_details.extend(other.details)
+                self._flag(other.filtered)
+                events += self._filter_verdict(complete=False)
         usage = payload.get("usage")
         if not isinstance(usage, dict):
             usage = obj(payload.get("x_groq")).get("usage")  # Groq's last chunk
@@ -1226,6 +1268,8 @@ class StreamDecoder(WireDecoder):
             _add_azure_results(signals, self._completion_results, {"source": "completion"})
             for detail in signals.details:
                 self.acc.add_detail(_detail_text(detail))
+        for detail in self._other_details:
+            self.acc.add_detail(_detail_text(detail))
         for detail in self._moderation_details:
             self.acc.add_detail(_detail_text(detail))
         if self._finish is not None and not self._async_filter:
@@ -1642,7 +1686,14 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     # only `index` values that are not integers are null.
     choice = choices[0] if choices else _NO_CHOICE
     if choice.index:
-        choice = next((c for c in choices if c.index is None or c.index == 0), _NO_CHOICE)
+        choice = next((c for c in choices if c.index is None or c.index == 0), choice)
+    if len(choices) > 1 and any(
+        c is not choice
+        and (c.finish_reason == "content_filter" or c.content_filter_results is not _UNSET)
+        for c in choices
+    ):
+        # Another choice was (or may have been) filtered: `other_choices_filtered`.
+        return parse_response(orjson.loads(data), provider)
     try:
         if (
             prompt_filters or choice.content_filter_results is not _UNSET
