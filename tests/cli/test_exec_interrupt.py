@@ -161,3 +161,36 @@ def test_sigterm_before_the_run_starts_exits_130_like_ctrl_c() -> None:
         process.kill()
     assert process.returncode == 130, err
     assert b"Traceback" not in err
+
+
+# A child that sends itself SIGTERM the moment click is first imported, the earliest
+# point of `refusals exec` that a test can pin down (the window before the command's own
+# handler is in place).
+_SIGTERM_AT_CLICK_IMPORT = """
+import os, signal, sys
+
+class SignalAtClick:
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+sys.meta_path.insert(0, SignalAtClick())
+sys.argv = ["refusals", "exec", "--json", "Hello."]
+from refusals.cli import main
+main()
+"""
+
+
+def test_sigterm_while_the_command_line_loads_exits_130_not_143() -> None:
+    process = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_AT_CLICK_IMPORT],
+        capture_output=True,
+        timeout=DEADLINE_SECONDS,
+        check=False,
+    )
+    assert process.returncode == 130, process.stderr
+    assert process.stdout == b""  # no run started: no events, nothing half-written
+    assert b"Traceback" not in process.stderr
+    assert b"Interrupted." in process.stderr

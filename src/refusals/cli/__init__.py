@@ -247,6 +247,20 @@ def _reply_without_click() -> None:
 _group: click.Group | None = None
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupt_on_sigterm_from_now() -> None:
+    """SIGTERM as Ctrl-C from the first line of `refusals exec` on: exit 130, never the
+    default death (143) while click and the command load. The command and its run put
+    their own handlers in place of this one (and restore it)."""
+    import signal  # noqa: PLC0415 - only `exec` pays for it
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 def group() -> click.Group:
     """The click group, built (and click imported) on first use."""
     global _group  # noqa: PLW0603 - one group per process, built once
@@ -265,7 +279,15 @@ class _Main:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not args and not kwargs:
-            _reply_without_click()
+            if sys.argv[1:2] == ["exec"]:
+                _interrupt_on_sigterm_from_now()
+            try:
+                _reply_without_click()
+                command = group()
+            except KeyboardInterrupt:
+                sys.stderr.write("Interrupted.\n")
+                sys.exit(EXIT_INTERRUPTED)
+            return command.main()
         return group().main(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
