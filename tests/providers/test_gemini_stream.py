@@ -573,3 +573,62 @@ def test_detection_never_claims_another_formats_first_event(path: Path) -> None:
 )
 def test_detection_rejects_shapes_that_are_not_gemini(name: str | None, payload: Any) -> None:
     assert gemini_module.detect_stream(name, payload) is None
+
+
+def _stop_on_every_chunk(raw: bytes) -> bytes:
+    """The written RECITATION stream as Vertex may send it: STOP on each text chunk (the
+    Firebase SDKs' streaming-failure test data has that shape), the block on the last."""
+    out = b""
+    for line in raw.splitlines(keepends=True):
+        if line.startswith(b"data: ") and b'"finishReason"' not in line:
+            chunk = orjson.loads(line[6:])
+            chunk["candidates"][0]["finishReason"] = "STOP"
+            out += b"data: " + orjson.dumps(chunk) + b"\n"
+        else:
+            out += line
+    return out
+
+
+def test_a_block_on_the_last_chunk_after_stop_on_every_chunk_is_the_verdict(
+    tmp_path: Path,
+) -> None:
+    written, _ = decode((WRITTEN / "stream-recitation.sse").read_bytes())
+    stream = tmp_path / "stop-then-recitation.sse"
+    stream.write_bytes(_stop_on_every_chunk((WRITTEN / "stream-recitation.sse").read_bytes()))
+    for provider in ("gemini", None):
+        response, decoder = decode(stream.read_bytes(), provider)
+        assert response.finish_reason is FinishReason.CONTENT_FILTER
+        assert response.raw_finish_reason == "RECITATION"
+        assert response.content == written.content  # each chunk's text once
+        assert decoder.verdict_index == 2
+        assert notice(response) == notice(written)
+    check_split_at_any_byte(stream)
+
+
+def test_an_error_body_written_bare_after_stop_chunks_is_an_error(tmp_path: Path) -> None:
+    # The Firebase SDKs' streaming-failure-error-mid-stream shape: data chunks that each
+    # say STOP, then a google.rpc.Status body pretty-printed with no `data:` field.
+    chunks = _stop_on_every_chunk((WRITTEN / "stream-recitation.sse").read_bytes())
+    text_chunks = b"".join(event + b"\n\n" for event in chunks.split(b"\n\n")[:2])
+    error = (WRITTEN / "error-500-internal.json").read_bytes()
+    assert error.count(b"\n") > 2  # pretty-printed over several lines
+    stream = tmp_path / "stop-then-bare-error.sse"
+    stream.write_bytes(text_chunks + error)
+    response, _ = decode(stream.read_bytes(), "gemini")
+    assert response.finish_reason is FinishReason.ERROR
+    assert response.error is not None
+    assert response.error.message == orjson.loads(error)["error"]["message"]
+    assert (
+        response.content == "It was the best of times, it was the worst of times, it was the age of"
+    )
+    check_split_at_any_byte(stream)
+
+
+def test_an_error_event_after_a_stop_chunk_ends_the_stream_as_an_error() -> None:
+    stop = _stop_on_every_chunk((WRITTEN / "stream-recitation.sse").read_bytes())
+    first = stop.split(b"\n\n")[0] + b"\n\n"
+    error = b"data: " + orjson.dumps(
+        orjson.loads((WRITTEN / "error-500-internal.json").read_bytes())
+    )
+    response, _ = decode(first + error + b"\n\n", "gemini")
+    assert response.finish_reason is FinishReason.ERROR

@@ -137,19 +137,26 @@ def gemini_chunk(text: str, finish: str | None = None, **extra: Any) -> dict[str
     return {"candidates": [candidate], "modelVersion": "gemini-x", **extra}
 
 
-def test_a_gemini_chunk_after_the_final_one_neither_blocks_nor_adds_text() -> None:
+def test_a_gemini_chunk_after_the_final_one_adds_no_text() -> None:
     body = sse((None, gemini_chunk("Hi")), (None, gemini_chunk(" there", "STOP")))
     alone, _ = decode_stream(body)
     response, _ = decode_stream(
-        body
-        + sse(
-            (None, gemini_chunk(" injected", "SAFETY")),
-            (None, gemini_chunk(" more")),
-        )
+        body + sse((None, gemini_chunk(" more")), (None, gemini_chunk(" and more", "LENGTH")))
     )
     assert response.finish_reason is FinishReason.STOP
     assert response.content == "Hi there"
     assert response == alone
+
+
+def test_a_gemini_block_after_a_stop_is_the_verdict_but_adds_no_text() -> None:
+    # Vertex may put STOP on every chunk and the block on the last (the Firebase SDKs'
+    # streaming-failure-recitation test data): a block is never lost to an earlier STOP.
+    body = sse((None, gemini_chunk("Hi")), (None, gemini_chunk(" there", "STOP")))
+    response, decoder = decode_stream(body + sse((None, gemini_chunk(" injected", "SAFETY"))))
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.raw_finish_reason == "SAFETY"
+    assert response.content == "Hi there"
+    assert decoder.verdict_index == 2
 
 
 def test_gemini_usage_after_the_final_chunk_is_still_counted() -> None:

@@ -58,6 +58,25 @@ def test_comments_and_unknown_fields_are_ignored() -> None:
     assert parse(data) == [SSEEvent(data=b"x")]
 
 
+BARE_ERROR = b'{\n  "error": {\n    "code": 499,\n    "status": "CANCELLED"\n  }\n}\n'
+
+
+def test_a_json_body_written_bare_between_events_is_one_event() -> None:
+    data = b"data: first\n\n" + BARE_ERROR
+    assert parse(data) == [SSEEvent(data=b"first"), SSEEvent(data=BARE_ERROR.rstrip(b"\n"))]
+    for cut in range(len(data) + 1):
+        assert parse(data, [cut]) == parse(data)
+
+
+def test_a_stray_brace_inside_an_event_with_data_is_still_skipped() -> None:
+    # Only a bare body standing where an event starts is kept: inside an event, a line
+    # that is no field is skipped as the specification says.
+    assert parse(b"data: x\n{not a field\n\ndata: y\n\n") == [
+        SSEEvent(data=b"x"),
+        SSEEvent(data=b"y"),
+    ]
+
+
 @pytest.mark.parametrize("newline", [b"\n", b"\r", b"\r\n"])
 def test_cr_lf_and_crlf_line_ends_give_the_same_events(newline: bytes) -> None:
     raw = newline.join([b"event: a", b"data: 1", b"", b"data: 2", b"", b""])

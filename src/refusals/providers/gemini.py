@@ -360,8 +360,9 @@ class StreamDecoder(WireDecoder):
       `promptFeedback` has a `blockReason` (a prompt block, usually the only chunk). The
       mapping, categories and explanation are those of `parse_response`.
     - Gemini sends no terminal sentinel: that chunk completes the stream, and a stream that
-      ends without one is incomplete (an error). After it only usage is read: a later
-      chunk's text or finish reason changes nothing.
+      ends without one is incomplete (an error). After it only usage is read, and a
+      later block or error (Vertex may put STOP on every chunk): another chunk's text or
+      finish reason changes nothing.
     - `{"error": {...}}` in the stream is a `StreamError` with the verdict `parse_error`
       gives the same body, so a Responsible-AI block reported as an error is a content
       filter on that event; after a block, an error adds itself but changes no verdict.
@@ -422,22 +423,44 @@ class StreamDecoder(WireDecoder):
     def after_end(self, name: str | None, payload: Any) -> list[StreamEvent]:
         # Usage may trail the final chunk. Early Gemini versions repeated the finish reason
         # on every chunk: a chunk that repeats it is read whole (its verdict is the same
-        # one); any other chunk after the end adds its usage and nothing else.
+        # one), and so is a block or an error; any other chunk after the end adds its
+        # usage and nothing else.
         events: list[StreamEvent] = []
         for item in payload if isinstance(payload, list) else [payload]:
             if not isinstance(item, dict):
                 continue
             candidate = _first_candidate(item.get("candidates"))
+            raw = candidate.get("finishReason")
             repeats = (
-                self._final is not None
-                and candidate.get("finishReason") == self._final
-                and "promptFeedback" not in item
+                self._final is not None and raw == self._final and "promptFeedback" not in item
             )
             if repeats:
                 events += self._chunk(item)
+            elif self._blocks_after_the_end(item, raw):
+                # Vertex can put STOP on every chunk and the real end on the last one (a
+                # RECITATION or SAFETY chunk, or an error body), as the Firebase SDKs'
+                # tests show: a block or an error after an unblocked end is the verdict.
+                # Its text, if any, came after the end and is not the answer.
+                if is_error(item):
+                    events += self._chunk(item)
+                else:
+                    blocked = _blocked_ratings(candidate.get("safetyRatings"))
+                    if blocked:
+                        self._blocked = blocked
+                    events.append(self._verdict(str(raw), string(candidate.get("finishMessage"))))
+                if isinstance(item.get("usageMetadata"), dict):
+                    events.append(UsageUpdate(_usage(item["usageMetadata"])))
             elif isinstance(item.get("usageMetadata"), dict):
                 events.append(UsageUpdate(_usage(item["usageMetadata"])))
         return events
+
+    def _blocks_after_the_end(self, item: JsonObject, raw: Any) -> bool:
+        """Whether a chunk after the end is a block or an error that decides the verdict:
+        only while the verdict so far is no block (a block is final)."""
+        verdict = self.acc.verdict
+        if verdict is not None and verdict.finish_reason in _BLOCKS:
+            return False
+        return is_error(item) or (isinstance(raw, str) and FINISH_REASONS.get(raw) in _BLOCKS)
 
     def _chunk(self, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
@@ -776,6 +799,8 @@ _FINISH_REASON = FINISH_REASONS.get
 _STOP, _TOOL_CALLS, _ERROR = FinishReason.STOP, FinishReason.TOOL_CALLS, FinishReason.ERROR
 _UNBLOCKED = frozenset({FinishReason.STOP, FinishReason.LENGTH})
 """Finishes a rating marked `blocked: true` overrides (the filter decided, not the end)."""
+_BLOCKS = frozenset({FinishReason.CONTENT_FILTER, FinishReason.REFUSAL})
+"""Finish reasons that end a stream even after a STOP chunk (`after_end`)."""
 _FILTERED = FinishReason.CONTENT_FILTER
 # The category rule's answer when no rating is blocked, worked out once for the filter
 # finish reasons and the documented block reasons (a `.get` is cheaper than the case

@@ -11,6 +11,9 @@ Unlike a browser, `close()` also dispatches a last event that lacks its blank li
 some providers and recordings end that way, and dropping a final `message_stop` or
 `[DONE]` would turn a complete stream into a truncated one.
 
+A JSON body written bare where an event starts (not SSE: some servers write an error
+that way mid-stream, pretty-printed) is kept as one event's data, so its error is read.
+
 AWS event-stream (https://docs.aws.amazon.com/transcribe/latest/dg/streaming-setting-up.html#streaming-event-stream):
 a 12-byte prelude (total length, headers length, prelude CRC32), headers, payload and a
 message CRC32; both CRCs are checked. A message that fails a check ends the stream, but the
@@ -107,6 +110,9 @@ def _split_lines(partial: list[bytes], chunk: bytes) -> list[bytes]:
     return lines
 
 
+_FIELD_NAMES = frozenset({"data", "event", "id", "retry"})
+
+
 class SSEParser:
     """Incremental Server-Sent Events parser, on bytes."""
 
@@ -119,6 +125,7 @@ class SSEParser:
         "_pending_cr",
         "_retry",
         "_started",
+        "_stray",
     )
 
     def __init__(self) -> None:
@@ -130,6 +137,7 @@ class SSEParser:
         self._last_id: str | None = None
         self._retry: int | None = None
         self._started = False
+        self._stray = False  # inside a bare JSON body that came between events
         # `event:` line → the name it sets (see `_name`).
         self._names: dict[bytes, str] = {}
 
@@ -187,6 +195,7 @@ class SSEParser:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
                     events.append((payload, self._event or None, self._last_id, self._retry))
                     data.clear()
+                    self._stray = False
                 self._event = None
             elif line.startswith(b"event:"):
                 name = self._names.get(line)
@@ -273,6 +282,14 @@ class SSEParser:
         if colon and value[:1] == b" ":
             value = value[1:]
         name = raw_name.decode("utf-8", "replace")
+        if name not in _FIELD_NAMES:
+            # Not a field, which the specification skips. But a JSON body written bare
+            # between events (an error some servers send mid-stream, pretty-printed over
+            # several lines) is kept as one event's data, so that the error is read.
+            if self._stray or (not self._data and line.lstrip()[:1] in (b"{", b"[")):
+                self._stray = True
+                self._data.append(line)
+            return
         if name == "data":
             self._data.append(value)
         elif name == "event":
@@ -290,6 +307,7 @@ class SSEParser:
             events.append((payload, self._event or None, self._last_id, self._retry))
             data.clear()
         self._event = None
+        self._stray = False
 
 
 @dataclass(frozen=True, slots=True)
