@@ -397,7 +397,14 @@ def test_save_writes_the_session_as_exec_schema_jsonl_with_the_refusal_event(
     for event in events:
         validator.validate(event)
     types = [e["type"] for e in events if not e["type"].startswith("item.")]
-    assert types == ["thread.started", "turn.started", "refusal", "turn.failed", "thread.completed"]
+    assert types == [
+        "thread.started",
+        "turn.started",
+        "fallback",
+        "refusal",
+        "turn.failed",
+        "thread.completed",
+    ]
     refusal = next(e for e in events if e["type"] == "refusal")
     failed = next(e for e in events if e["type"] == "turn.failed")
     assert refusal["notice"] == failed["error"]["message"]

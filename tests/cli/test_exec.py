@@ -31,7 +31,15 @@ SCENARIOS = {
     "subagent": (0, ["thread.started", "turn.started", "turn.completed", "thread.completed"], 3),
     "subagent-refusal": (
         0,
-        ["thread.started", "turn.started", "refusal", "turn.completed", "thread.completed"],
+        # the child's decline (no fallback to go to) and its refusal, scoped to it
+        [
+            "thread.started",
+            "turn.started",
+            "fallback",
+            "refusal",
+            "turn.completed",
+            "thread.completed",
+        ],
         3,
     ),
     "slow": (0, ["thread.started", "turn.started", "turn.completed", "thread.completed"], 1),
@@ -44,7 +52,14 @@ SCENARIOS = {
     **{
         name: (
             3,
-            ["thread.started", "turn.started", "refusal", "turn.failed", "thread.completed"],
+            [
+                "thread.started",
+                "turn.started",
+                "fallback",
+                "refusal",
+                "turn.failed",
+                "thread.completed",
+            ],
             1,
         )
         for name in (
@@ -58,7 +73,14 @@ SCENARIOS = {
     **{
         name: (
             4,
-            ["thread.started", "turn.started", "refusal", "turn.failed", "thread.completed"],
+            [
+                "thread.started",
+                "turn.started",
+                "fallback",
+                "refusal",
+                "turn.failed",
+                "thread.completed",
+            ],
             1,
         )
         for name in ("filter-output", "filter-prompt")

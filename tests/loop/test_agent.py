@@ -14,6 +14,7 @@ from refusals import notice
 from refusals.loop.agent import Agent, declined_message
 from refusals.loop.events import (
     Event,
+    FallbackReported,
     ItemCompleted,
     ItemUpdated,
     RefusalReported,
@@ -67,13 +68,18 @@ def test_a_refused_turn_ends_after_one_call_with_the_notice_on_every_event() -> 
     assert types(events) == [
         "thread.started",
         "turn.started",
+        "fallback",
         "refusal",
         "turn.failed",
         "thread.completed",
     ]
-    refused = events[2]
-    failed = events[3]
-    completed = events[4]
+    no_fallback = events[2]
+    refused = events[3]
+    failed = events[4]
+    completed = events[5]
+    assert isinstance(no_fallback, FallbackReported)
+    assert no_fallback.outcome == "no_fallback" and no_fallback.trigger == "refusal"
+    assert no_fallback.category == "cyber" and no_fallback.fallback_model is None
     assert isinstance(refused, RefusalReported) and refused.notice == expected
     assert refused.category == "cyber" and refused.scope == "session"
     assert isinstance(failed, TurnFailed) and failed.to_json()["error"] == {"message": expected}

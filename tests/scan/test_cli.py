@@ -204,3 +204,20 @@ def test_real_exec_event_logs_are_scanned_one_record_per_run(tmp_path: Path) -> 
     log = (tmp_path / "refusal.events.jsonl").read_bytes().splitlines()
     [event] = [e for e in map(orjson.loads, log) if e["type"] == "refusal"]
     assert refused["notice"] == event["notice"]
+
+
+def test_an_exec_run_a_fallback_answered_counts_as_served_by_a_fallback(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "refusals", "exec", "-m", "mock:refusal", "--json"]
+    events = subprocess.run(
+        [*command, "--fallback-model", "mock:answer", "hi"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert events.returncode == 0, events.stderr
+    (tmp_path / "served.events.jsonl").write_bytes(events.stdout)
+    result = run(str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    [verdict] = map(orjson.loads, result.stdout.splitlines())
+    assert verdict["finish_reason"] == "stop"
+    assert verdict["served_by_fallback"] is True

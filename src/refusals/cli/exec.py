@@ -32,6 +32,7 @@ from refusals.cli._models import (
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
 from refusals.loop.events import (
     Event,
+    FallbackReported,
     ItemCompleted,
     ItemStarted,
     RefusalReported,
@@ -110,6 +111,10 @@ class HumanRenderer:
             self._say(f"subagent: {task}")
         elif isinstance(event, ItemCompleted):
             self._item(event)
+        elif isinstance(event, FallbackReported):
+            line = fallback_line(event)
+            if line is not None:
+                self._say(line)
         elif isinstance(event, RefusalReported) and event.scope == "subagent":
             self._say("subagent stopped:")
             self._say(sanitize(event.notice))
@@ -127,9 +132,13 @@ class HumanRenderer:
         """The run's last line on stderr: outcome, exit code, calls and requests."""
         event = self.completed
         if event is not None:
+            served = ""
+            if event.outcome is Outcome.SUCCESS and event.served_by_fallback and event.served_by:
+                served = f", served by {sanitize(event.served_by, single_line=True)}"
             self._say(
                 f"refusals exec: {event.outcome.code} (exit {event.outcome.exit_code}), "
                 f"{_count(event.num_turns, 'model call')}, {_count(event.requests, 'request')}"
+                f"{served}"
             )
 
     def _item(self, event: ItemCompleted) -> None:
@@ -146,6 +155,36 @@ class HumanRenderer:
                 self._say(f"  ({len(output.splitlines())} lines)")
         elif item.type == "subagent":
             self._say(f"subagent: {data.get('status')}")
+
+
+def fallback_line(event: FallbackReported) -> str | None:
+    """One line for a fallback hop (from, to, why, how it went); None for the events the
+    notice already covers (no fallback to go to)."""
+
+    def name(model: str | None) -> str:
+        return sanitize(model or "?", single_line=True)
+
+    where = " (subagent)" if event.scope == "subagent" else ""
+    if event.outcome == "returned":
+        return (
+            f"fallback{where}: back to {name(event.original_model)} for this turn "
+            f"(from {name(event.fallback_model)})"
+        )
+    if event.outcome == "no_fallback":
+        return None
+    why = "declined" if event.trigger == "refusal" else "was filtered"
+    if event.category:
+        why += f" (category: {sanitize(event.category, single_line=True)})"
+    to = name(event.fallback_model)
+    how = {
+        "answered": f"{to} answered",
+        "declined": f"{to} declined too",
+        "failed": f"{to} could not be asked ("
+        + sanitize(event.error or "the request failed", max_chars=200, single_line=True)
+        + ")",
+    }[event.outcome]
+    side = " (provider-side fallback)" if event.source == "server" else ""
+    return f"fallback{where}: {name(event.original_model)} {why}; {how}{side}"
 
 
 def _count(number: int, noun: str) -> str:

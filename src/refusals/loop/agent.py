@@ -13,15 +13,19 @@ The loop renders nothing: it emits `events` to a sink, and surfaces draw them.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
 from refusals.loop.events import (
     Event,
     EventSink,
+    FallbackOutcome,
+    FallbackReported,
     IdSource,
     Item,
     ItemCompleted,
@@ -54,7 +58,7 @@ from refusals.loop.subagents import (
     Subagents,
 )
 from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
-from refusals.model import LLMResponse, ToolCall, Usage
+from refusals.model import FinishReason, LLMResponse, ToolCall, Usage, detail_type
 from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam
@@ -159,6 +163,12 @@ class Agent:
         self.last_response: LLMResponse | None = None
         self.last_outcome: Outcome | None = None
         """How the last turn ended (None before the first)."""
+        self.last_text: str | None = None
+        """The last turn's answer, when it succeeded."""
+        self.model_usage: dict[str, Usage] = {}
+        """Tokens per `PROVIDER:MODEL` that served a call, subagents' included."""
+        self.api_seconds = 0.0
+        self._started_at = time.monotonic()
         self._turns = 0
         self._earlier_requests = 0
         """Requests made by clients `switch_client` replaced."""
@@ -180,6 +190,7 @@ class Agent:
     # Session events.
 
     def start(self) -> None:
+        self._started_at = time.monotonic()
         self.emit(ThreadStarted(self.thread_id, self.client.model))
 
     def summary(self, outcome: Outcome | None = None) -> ThreadCompleted:
@@ -189,13 +200,30 @@ class Agent:
         counts every client this agent used.
         """
         last = self.last_response
+        outcome = outcome or self.last_outcome or Outcome.SUCCESS
         return ThreadCompleted(
-            outcome or self.last_outcome or Outcome.SUCCESS,
+            outcome,
             last.finish_reason.value if last is not None else None,
             self.usage,
             self.num_turns,
             self._requests(),
+            result=self.last_text if outcome is Outcome.SUCCESS else None,
+            served_by=self._served_by(last) if last is not None else None,
+            served_by_fallback=last is not None and last.served_by_fallback,
+            duration_ms=round((time.monotonic() - self._started_at) * 1000),
+            duration_api_ms=round(self.api_seconds * 1000),
+            model_usage={name: _copy_usage(u) for name, u in self.model_usage.items()},
         )
+
+    def _served_by(self, response: LLMResponse) -> str:
+        """The `PROVIDER:MODEL` that gave `response`: a fallback that answered, or the
+        model the client is on."""
+        current = getattr(self.client, "current_model", self.client.model)
+        name = response.fallback_model if response.served_by_fallback else None
+        if not name:
+            return str(current)
+        # A server-side fallback names the provider's own model: same provider.
+        return name if ":" in name else f"{str(current).partition(':')[0]}:{name}"
 
     def finish(self, outcome: Outcome | None = None) -> ThreadCompleted:
         """Emit the session's `thread.completed` (see `summary`) and return it."""
@@ -247,8 +275,26 @@ class Agent:
         """
         self._turns += 1
         turn = _Turn(self._turns, prompt_item_id or self.ids())
+        self.last_text = None
         if self.depth == 0:
+            before = getattr(self.client, "current_model", None)
             self.client.begin_turn()
+            after = getattr(self.client, "current_model", None)
+            if before != after:
+                # A turn-scoped chain that a fallback answered goes back to its primary.
+                self.emit(
+                    FallbackReported(
+                        "returned",
+                        "to_primary",
+                        "client",
+                        original_model=after,
+                        fallback_model=before,
+                        trigger=None,
+                        category=None,
+                        fallback_scope=getattr(self.client, "scope", None),
+                        scope=self.scope,
+                    )
+                )
         self.gates.begin_turn()
         self.transcript.add(Message("user", prompt), turn=turn.number, item_id=turn.prompt_id)
         self.emit(TurnStarted(f"turn_{turn.number}", turn.prompt_id))
@@ -278,6 +324,13 @@ class Agent:
             self.last_response = step.response
             add_usage(turn.usage, step.response.usage)
             add_usage(self.usage, step.response.usage)
+            served = self._served_by(step.response)
+            add_usage(self.model_usage.setdefault(served, Usage()), step.response.usage)
+            for model, spent in self._report_fallbacks(step):
+                # A declined hop's tokens: spent, though the response is the last hop's.
+                add_usage(turn.usage, spent)
+                add_usage(self.usage, spent)
+                add_usage(self.model_usage.setdefault(model, Usage()), spent)
             # Detect once, first: a refused or filtered step ends the turn here.
             if step.kind.is_terminal:
                 return self._refused(turn, step)
@@ -321,6 +374,7 @@ class Agent:
 
         started = len(self.client.attempts)
         self._in_flight.append(started)
+        began = time.monotonic()
         try:
             step = await run_step(
                 self.client, request, stream=self.stream, on_text=on_text, on_seam=on_seam
@@ -330,6 +384,8 @@ class Agent:
         except BaseException:
             self._in_flight.remove(started)
             raise
+        finally:
+            self.api_seconds += time.monotonic() - began
         self._in_flight.remove(started)
         self._streamed = streamed[0] if streamed else None
         return step
@@ -373,6 +429,7 @@ class Agent:
             )
             self.emit(TurnCompleted(turn.usage))
             text = "".join([*turn.answer, response.content or ""])
+            self.last_text = text
             return TurnResult(Outcome.SUCCESS, text=text, response=response)
         if kind in (StepKind.TRUNCATED, StepKind.PAUSED):
             item_id = self._show_text(turn, response)
@@ -557,6 +614,8 @@ class Agent:
         result = await child.run_turn(task, prompt_item_id=item_id)
         add_usage(self.usage, child.usage)
         add_usage(turn.usage, child.usage)
+        for name, usage in child.model_usage.items():
+            add_usage(self.model_usage.setdefault(name, Usage()), usage)
         category = result.refusal.category if result.refusal is not None else None
         return SubagentResult.from_outcome(
             result.outcome,
@@ -569,9 +628,68 @@ class Agent:
 
     def _child_sink(self, event: Event) -> None:
         # A child's own turn and item events stay inside it (parsers would take its
-        # answer for the session's); its refusal is reported, scoped to the subagent.
-        if isinstance(event, RefusalReported):
+        # answer for the session's); its refusal and fallbacks are reported, scoped to
+        # the subagent.
+        if isinstance(event, RefusalReported | FallbackReported):
             self.emit(event)
+
+    def _report_fallbacks(self, step: Step) -> list[tuple[str, Usage]]:
+        """A `fallback` event for each hop the response records, and one saying there
+        was none to go to when a refused or filtered step had no hop at all; the tokens
+        each declined client-side hop spent, by model."""
+        response = step.response
+        hops = [hop for hop in map(_hop, response.decoded_details()) if hop is not None]
+        blocked = step.kind.is_terminal
+        chain_scope = getattr(self.client, "scope", None)
+        spent: list[tuple[str, Usage]] = []
+        for index, hop in enumerate(hops):
+            if hop["usage"] is not None and hop["from"]:
+                spent.append((hop["from"], hop["usage"]))
+            later = hops[index + 1 :]
+            outcome: FallbackOutcome
+            if hop["failed"]:
+                outcome = "failed"
+            elif any(h["from"] == hop["to"] for h in later) or (
+                blocked and not any(not h["failed"] for h in later)
+            ):
+                outcome = "declined"
+            else:
+                outcome = "answered"
+            client_side = hop["source"] == "client"
+            self.emit(
+                FallbackReported(
+                    outcome,
+                    "to_fallback",
+                    "client" if client_side else "server",
+                    original_model=hop["from"],
+                    fallback_model=hop["to"],
+                    trigger=hop["trigger"],
+                    category=hop["category"],
+                    fallback_scope=chain_scope if client_side else None,
+                    scope=self.scope,
+                    error=hop["error"],
+                )
+            )
+        if blocked and not hops and not response.served_by_fallback:
+            stop = response.stop_details
+            self.emit(
+                FallbackReported(
+                    "no_fallback",
+                    "to_fallback",
+                    None,
+                    original_model=self._served_by(response),
+                    fallback_model=None,
+                    trigger="refusal"
+                    if response.finish_reason is FinishReason.REFUSAL
+                    else "content_filter",
+                    category=(stop.category or (stop.categories or [None])[0])
+                    if stop is not None
+                    else None,
+                    fallback_scope=chain_scope,
+                    scope=self.scope,
+                )
+            )
+        return spent
 
     # Endings.
 
@@ -646,6 +764,48 @@ _SPAWN_SCHEMA = {
     },
     "required": ["task"],
 }
+
+
+def _hop(value: Any) -> dict[str, Any] | None:
+    """A decoded `fallback` or `fallback_failed` reasoning detail as a hop, else None."""
+    kind = detail_type(value)
+    if kind not in ("fallback", "fallback_failed"):
+        return None
+
+    def model(side: str) -> str | None:
+        part = value.get(side)
+        name = part.get("model") if isinstance(part, dict) else None
+        return name if isinstance(name, str) else None
+
+    trigger = value.get("trigger")
+    trigger = trigger if isinstance(trigger, dict) else {}
+    kind_of = trigger.get("type")
+    category = trigger.get("category")
+    error = value.get("error")
+    counts = value.get("usage")
+    usage: Usage | None = None
+    if isinstance(counts, dict):
+        usage = Usage()
+        for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+            count = counts.get(name)
+            if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                setattr(usage, name, count)
+    return {
+        "usage": usage,
+        "from": model("from"),
+        "to": model("to"),
+        "failed": kind == "fallback_failed",
+        "source": "client" if value.get("source") == "client" else "server",
+        "trigger": kind_of if kind_of in ("refusal", "content_filter") else None,
+        "category": category if isinstance(category, str) else None,
+        "error": error if isinstance(error, str) else None,
+    }
+
+
+def _copy_usage(usage: Usage) -> Usage:
+    copy = Usage()
+    add_usage(copy, usage)
+    return copy
 
 
 def _snapshot(item: Item) -> Item:

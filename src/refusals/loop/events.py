@@ -190,6 +190,48 @@ class RefusalReported(Event):
         }
 
 
+FallbackOutcome = Literal["answered", "declined", "failed", "no_fallback", "returned"]
+
+
+@dataclass(slots=True)
+class FallbackReported(Event):
+    """One fallback hop, or a decline with no fallback to go to.
+
+    `outcome`: the fallback `answered`, also `declined`, could not be asked (`failed`,
+    with `error`), there was `no_fallback` (none configured, or none left), or a
+    turn-scoped chain `returned` to its primary at a new turn (`direction`
+    `to_primary`). `source` says where the hop ran: the `client` chain
+    (`--fallback-model`) or the provider's `server` (Anthropic fallbacks).
+    """
+
+    type: ClassVar[str] = "fallback"
+    outcome: FallbackOutcome
+    direction: Literal["to_fallback", "to_primary"]
+    source: Literal["client", "server"] | None
+    original_model: str | None
+    fallback_model: str | None
+    trigger: Literal["refusal", "content_filter"] | None
+    category: str | None
+    fallback_scope: Literal["turn", "session"] | None
+    scope: Scope
+    error: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "type": self.type,
+            "outcome": self.outcome,
+            "direction": self.direction,
+            "source": self.source,
+            "original_model": self.original_model,
+            "fallback_model": self.fallback_model,
+            "trigger": self.trigger,
+            "category": self.category,
+            "fallback_scope": self.fallback_scope,
+            "scope": self.scope,
+            "error": self.error,
+        }
+
+
 @dataclass(slots=True)
 class TurnFailed(Event):
     """The turn ended without an answer; on a refusal or filter `message` is the notice."""
@@ -216,6 +258,16 @@ class ThreadCompleted(Event):
     usage: Usage
     num_turns: int
     requests: int
+    result: str | None = None
+    """The final answer on success (what stdout gets in human mode), else None."""
+    served_by: str | None = None
+    """The `PROVIDER:MODEL` that gave the last response (a fallback, if one answered)."""
+    served_by_fallback: bool = False
+    duration_ms: int = 0
+    duration_api_ms: int = 0
+    """Of `duration_ms`, the time spent in model calls."""
+    model_usage: dict[str, Usage] = field(default_factory=dict)
+    """Tokens per model that served a call (subagents included)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -225,10 +277,16 @@ class ThreadCompleted(Event):
             "outcome_code": self.outcome.code,
             "exit_code": self.outcome.exit_code,
             "description": self.outcome.description,
+            "result": self.result,
             "stop_reason": self.stop_reason,
+            "served_by": self.served_by,
+            "served_by_fallback": self.served_by_fallback,
             "usage": usage_json(self.usage),
+            "model_usage": {name: usage_json(u) for name, u in self.model_usage.items()},
             "num_turns": self.num_turns,
             "requests": self.requests,
+            "duration_ms": self.duration_ms,
+            "duration_api_ms": self.duration_api_ms,
         }
 
 

@@ -519,7 +519,7 @@ class ExecRun:
             None,
             None,
             None,
-            False,
+            done.get("served_by_fallback") is True,
             None,
             _int(usage.get("input_tokens")),
             _int(usage.get("output_tokens")),
@@ -651,7 +651,7 @@ class Classifier:
                 return "openai-batch"
         kind = obj.get("type")
         if type(kind) is str and (
-            kind in _EXEC_TYPES or kind == "refusal" or kind.startswith("item.")
+            kind in _EXEC_TYPES or kind in ("refusal", "fallback") or kind.startswith("item.")
         ):
             return "exec-events"
         return "json" if self.layout == "json" else "jsonl"

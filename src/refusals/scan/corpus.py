@@ -400,10 +400,16 @@ def exec_run(thread: str, outcome: str, root: Path = FIXTURES) -> Iterator[dict[
         "outcome_code": code,
         "exit_code": exit_codes[code],
         "description": "as exec describes the outcome",
+        "result": None,
         "stop_reason": stop,
+        "served_by": None,
+        "served_by_fallback": False,
         "usage": usage,
+        "model_usage": {},
         "num_turns": 1,
         "requests": 1,
+        "duration_ms": 0,
+        "duration_api_ms": 0,
     }
 
 

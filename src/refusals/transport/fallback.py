@@ -102,15 +102,25 @@ def _category(response: LLMResponse) -> str | None:
 
 
 def hop_detail(
-    from_model: str, to_model: str, blocked: LLMResponse, *, prefill: bool = False
+    from_model: str,
+    to_model: str,
+    blocked: LLMResponse,
+    *,
+    prefill: bool = False,
+    failed: LLMResponse | None = None,
 ) -> str:
-    """The `fallback` reasoning detail that records one client-side hop."""
+    """The `fallback` reasoning detail that records one client-side hop.
+
+    A hop whose request `failed` (auth, transport) is a `fallback_failed` detail with
+    the error's message: a fact for the surfaces that report hops, which the notice
+    does not read (the fallback never ran, so it did not "also decline").
+    """
     trigger: dict[str, Any] = {
         "type": "refusal" if blocked.finish_reason is FinishReason.REFUSAL else "content_filter",
         "category": _category(blocked),
     }
     detail: dict[str, Any] = {
-        "type": "fallback",
+        "type": "fallback" if failed is None else "fallback_failed",
         "from": {"model": from_model},
         "to": {"model": to_model},
         "trigger": trigger,
@@ -118,6 +128,20 @@ def hop_detail(
     }
     if prefill:
         detail["prefill"] = True
+    if failed is not None:
+        error = failed.error
+        detail["error"] = (error.message if error is not None else None) or "the request failed"
+    else:
+        # The declined call's tokens: the response the caller gets is the last hop's,
+        # whose usage does not count them.
+        usage = blocked.usage
+        if usage is not None:
+            detail["usage"] = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_creation_tokens": usage.cache_creation_tokens,
+            }
     return orjson.dumps(detail).decode()
 
 
@@ -297,6 +321,9 @@ class FallbackChain:
             self._attempts += route.current.attempts[before:]
             if result.finish_reason is FinishReason.ERROR and blocked is not None:
                 # The fallback could not be asked: what the caller gets is the refusal.
+                route.details.append(
+                    hop_detail(source.model, route.current.model, blocked, failed=result)
+                )
                 nxt = route.peek(None)
                 if nxt is None:
                     return _compose(blocked, route.details, None)
@@ -418,6 +445,9 @@ class ChainStream:
             result = inner.response
             if result.finish_reason is FinishReason.ERROR and blocked is not None and not opened:
                 # The fallback could not be asked: try the next, else report the refusal.
+                self._details.append(
+                    hop_detail(source.model, route.current.model, blocked, failed=result)
+                )
                 nxt = route.peek(None)
                 if nxt is None:
                     self._finish(_compose(blocked, route.details, None))
