@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ class ExecRun:
 
 def run_exec(
     *args: str,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     input: str | None = None,
     as_json: bool = True,
 ) -> ExecRun:

@@ -275,3 +275,29 @@ def test_redaction_keeps_prose_and_names_and_takes_only_the_secret(
     text: str, expected: str
 ) -> None:
     assert redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "You didn't provide an API key: send it in an Authorization: Bearer header",
+        "Bearer token required",
+        "Authorization header missing or invalid",
+        "The API key: provided value was empty",
+    ],
+)
+def test_prose_after_a_key_name_is_kept_whole(prose: str) -> None:
+    assert redact(prose) == prose
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("Authorization: Bearer tokenXYZ123", "Authorization: Bearer [redacted]"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [redacted]"),
+        ("bad Bearer header-7f3a", "bad Bearer [redacted]"),
+        ("API key: sk-proj-abc12345", "API key: [redacted]"),
+    ],
+)
+def test_a_secret_that_starts_like_a_prose_word_is_still_redacted(text: str, shown: str) -> None:
+    assert redact(text) == shown

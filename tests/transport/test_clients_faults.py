@@ -156,7 +156,8 @@ def test_a_slow_first_byte_past_the_timeout_is_retried_then_reported(server: Moc
     assert response.finish_reason is FinishReason.ERROR
     assert response.error is not None
     assert response.error.message is not None
-    assert "ReadTimeout" in response.error.message
+    assert "CallTimeout" in response.error.message
+    assert response.error.code == "timeout"
     assert [a.status for a in client.attempts] == [None, None, None]
     assert len(sleeps.delays) == 2
 

@@ -137,10 +137,14 @@ def test_a_fallback_that_fails_is_skipped_and_the_next_one_asked(app: MockApp) -
     chain = chain_for(app, "refusal", "server-error", "answer")
     response = run(chain.complete(hello()))
     assert response.finish_reason is FinishReason.STOP
-    [record] = hops(response)
+    [record] = [hop for hop in hops(response) if hop["type"] == "fallback"]
     assert record["from"] == {"model": "mock:refusal"}
     assert record["to"] == {"model": "mock:answer"}
     assert [a.status for a in chain.attempts] == [200, 500, 200]
+    # The hop that could not be asked is recorded apart, for the surfaces to report.
+    [failed] = [d for d in response.decoded_details() if d.get("type") == "fallback_failed"]
+    assert failed["to"] == {"model": "mock:server-error"}
+    assert "Internal server error" in failed["error"]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
@@ -384,7 +388,15 @@ def test_hop_records_are_json_with_from_to_and_trigger_category(app: MockApp) ->
         "to": {"model": "mock:answer"},
         "trigger": {"type": "refusal", "category": "cyber"},
         "source": "client",
+        # The declined call's tokens (the response's usage is the answering hop's).
+        "usage": {
+            "input_tokens": record["usage"]["input_tokens"],
+            "output_tokens": 1,
+            "cache_read_tokens": 0,
+            "cache_creation_tokens": 0,
+        },
     }
+    assert record["usage"]["input_tokens"] > 0
 
 
 def test_fallbacks_of_the_same_provider_share_the_endpoint(app: MockApp) -> None:

@@ -220,6 +220,33 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _system_prompt(replace: str | None, append: str | None) -> str:
+    """The system prompt: the built-in one, or `replace`, then `append` after it."""
+    system = _text_or_file("--system-prompt", replace) if replace is not None else SYSTEM_PROMPT
+    if append is not None:
+        system = f"{system}\n\n{_text_or_file('--append-system-prompt', append)}"
+    if not system.strip():
+        raise UsageError("--system-prompt: the system prompt is empty")
+    return system
+
+
+def _text_or_file(option: str, value: str) -> str:
+    """`value`, or the UTF-8 text of the file `@PATH` names."""
+    if not value.startswith("@"):
+        return value
+    path = Path(value[1:])
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{option}: {path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"{option}: {path} is a directory; name a text file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{option}: {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot read {path}: {exc.strerror}") from None
+
+
 def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]:
     """Ctrl-C before the run started (reading stdin, starting up): exit 130, nothing to
     report (a run in progress handles Ctrl-C itself and reports it)."""
@@ -261,6 +288,16 @@ def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the final answer to FILE (atomically; only when the task succeeded).",
 )
+@click.option(
+    "--system-prompt",
+    metavar="TEXT",
+    help="Use TEXT as the system prompt instead of the built-in one (@FILE reads a file).",
+)
+@click.option(
+    "--append-system-prompt",
+    metavar="TEXT",
+    help="Add TEXT after the system prompt (@FILE reads a file).",
+)
 @click.option("--no-stream", is_flag=True, help="Make whole calls instead of streaming.")
 @click.option("--json", "as_json", is_flag=True, help="Write JSONL events on stdout.")
 @_cancelled_before_start
@@ -279,6 +316,8 @@ def exec_command(
     unconfined_commands: bool,
     workspace: Path,
     output_last_message: Path | None,
+    system_prompt: str | None,
+    append_system_prompt: str | None,
     no_stream: bool,
     as_json: bool,
 ) -> None:
@@ -286,7 +325,7 @@ def exec_command(
 
     \b
     Exit codes: 0 success, 1 error or turn limit, 2 usage error, 3 refused,
-    4 content-filtered, 130 interrupted.
+    4 content-filtered, 124 a call ran over --timeout, 130 interrupted.
     \b
     Examples:
       refusals exec "Summarise README.md"               the offline mock, no key needed
@@ -299,6 +338,7 @@ def exec_command(
             raise UsageError(
                 f"--output-last-message: the directory of {output_last_message} does not exist"
             )
+        system = _system_prompt(system_prompt, append_system_prompt)
         chosen, note = choose_model(model)
         root, unconfined = make_workspace(
             workspace,
@@ -320,7 +360,7 @@ def exec_command(
     agent = Agent(
         client,
         tools=root.tools(),
-        system=SYSTEM_PROMPT,
+        system=system,
         max_turns=max_turns,
         stream=not no_stream,
         subagents=SubagentPolicy(),

@@ -62,7 +62,7 @@ from refusals.model import FinishReason, LLMResponse, ToolCall, Usage, detail_ty
 from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam
-from refusals.transport.base import ModelClient
+from refusals.transport.base import TIMEOUT_CODE, ModelClient
 
 DEFAULT_MAX_TURNS = 20
 CANCELLED_MESSAGE = "The run was cancelled."
@@ -339,7 +339,8 @@ class Agent:
                 message = (error.message if error is not None else None) or (
                     "the provider call failed"
                 )
-                return self._fail(turn, Outcome.ERROR, message)
+                timed_out = error is not None and error.code == TIMEOUT_CODE
+                return self._fail(turn, Outcome.TIMED_OUT if timed_out else Outcome.ERROR, message)
             result = await self._advance(turn, step)
             if result is not None:
                 return result

@@ -15,6 +15,8 @@ EXIT_USAGE = 2
 """Bad command-line input: not an outcome of a run, since no run started."""
 EXIT_REFUSED = 3
 EXIT_CONTENT_FILTERED = 4
+EXIT_TIMED_OUT = 124
+"""As `timeout(1)` reports a command that ran over its limit."""
 EXIT_CANCELLED = 130
 """128 + SIGINT, as shells report a run ended by Ctrl-C."""
 
@@ -35,6 +37,11 @@ class Outcome(Enum):
         EXIT_ERROR,
     )
     ERROR = ("error", "the provider call or the run failed", EXIT_ERROR)
+    TIMED_OUT = (
+        "timed_out",
+        "a provider call took longer than --timeout allows",
+        EXIT_TIMED_OUT,
+    )
     CANCELLED = ("cancelled", "the run was interrupted", EXIT_CANCELLED)
 
     def __init__(self, code: str, description: str, exit_code: int) -> None:
@@ -61,5 +68,6 @@ _SUBTYPES = {
     Outcome.CONTENT_FILTERED: "error_content_filter",
     Outcome.TURN_LIMIT: "error_max_turns",
     Outcome.ERROR: "error_during_execution",
+    Outcome.TIMED_OUT: "error_timeout",
     Outcome.CANCELLED: "error_cancelled",
 }

@@ -216,6 +216,13 @@ MAX_MESSAGE_CHARS = 1000
 REDACTED = "[redacted]"
 """What a secret in an error message is replaced with."""
 
+# Words that follow "API key:" or "Bearer" in the prose of error messages ("send it in
+# an Authorization: Bearer header"), which are not the secret and are kept.
+_NOT_PROSE = (
+    r"(?!(?i:header|headers|token|tokens|auth|authentication|scheme|bearer|basic|required|missing|send"
+    r"|provided|invalid|must|your|the|an?|in|is|was|with|using|or|and|for)(?![\w-]))"
+)
+
 # One alternative a kind of secret: (what names it, kept when names are kept; the secret).
 # Alternatives are tried in this order where several start at the same place: the ones
 # that read further (query parameters before headers, `sk-...` with dots before without).
@@ -247,9 +254,9 @@ _NAMED_SECRETS = (
     (
         r"(?i:(?:api[-_ ]?key|authorization|ocp-apim-subscription-key)[\"']?\s*[:=]\s*[\"']?"
         r"(?:(?:bearer|basic|AWS4-HMAC-SHA256)\s+)?)",
-        r"[^\s\"',;}]+",
+        _NOT_PROSE + r"[^\s\"',;}]+",
     ),
-    (r"(?i:\bbearer\s+)", r"[^\s\"',)\]}]+"),
+    (r"(?i:\bbearer\s+)", _NOT_PROSE + r"[^\s\"',)\]}]+"),
     # An unprefixed key (Azure's 32 hex digits, Mistral's 32 and Cohere's 40 characters)
     # after a word that names a key: "invalid api key abc123...", "token 'abc123...'". At
     # least 20 characters with a digit among them, so prose after the word is kept.

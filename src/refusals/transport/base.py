@@ -23,6 +23,9 @@ from refusals.stream import (
     Verdict,
 )
 
+TIMEOUT_CODE = "timeout"
+"""`ProviderError.code` of a call that ran over its timeout (`--timeout`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Attempt:

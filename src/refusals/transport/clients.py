@@ -59,7 +59,13 @@ from refusals.transport.auth import (
     env_secret,
     optional_env_secret,
 )
-from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
+from refusals.transport.base import (
+    TIMEOUT_CODE,
+    Attempt,
+    ModelClient,
+    ModelStream,
+    shows_output,
+)
 from refusals.transport.fallback import FallbackChain
 from refusals.transport.retry import RetryPolicy, retry_after
 from refusals.transport.streams import StreamDecoder
@@ -74,6 +80,14 @@ __all__ = [
 ]
 
 Wire = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"]
+
+
+class CallTimeout(httpx.ReadTimeout):
+    """A call that outlived its `timeout` (keep-alives and slow bytes count)."""
+
+
+def _timeout_code(exc: BaseException | str | None) -> str | None:
+    return TIMEOUT_CODE if isinstance(exc, CallTimeout) else None
 
 
 class ClientError(ValueError):
@@ -469,11 +483,9 @@ class HTTPClient:
         except TimeoutError:
             raise self._overtime() from None
 
-    def _overtime(self) -> httpx.ReadTimeout:
+    def _overtime(self) -> CallTimeout:
         """The error of a call that outlived `timeout` (keep-alives and slow bytes count)."""
-        return httpx.ReadTimeout(
-            f"the call took longer than its {self.timeout:g} s limit (--timeout)"
-        )
+        return CallTimeout(f"the call took longer than its {self.timeout:g} s limit (--timeout)")
 
     # --- reading ------------------------------------------------------------------
 
@@ -506,7 +518,15 @@ class HTTPClient:
             result.request_id = _request_id(headers)
         error = result.error
         if error is not None and error.message:
-            result.error = dataclasses.replace(error, message=self.scrub(error.message))
+            message = self.scrub(error.message)
+            spec = _PROVIDERS[self.provider]
+            if error.kind is ErrorKind.AUTH and spec.key_optional and self._secret is None:
+                # A local server needs no key; this one asked for one, which we did not send.
+                message += (
+                    f" (no key was sent: {self.base_url} wants one; set "
+                    f"{' or '.join(spec.key_env)})"
+                )
+            result.error = dataclasses.replace(error, message=message)
         return result
 
     def _connection_failure(self, exc: BaseException, attempts: int) -> LLMResponse:
@@ -519,7 +539,7 @@ class HTTPClient:
         return self._finish(
             LLMResponse(
                 finish_reason=FinishReason.ERROR,
-                error=ProviderError(ErrorKind.TRANSIENT, message=message),
+                error=ProviderError(ErrorKind.TRANSIENT, code=_timeout_code(exc), message=message),
             ),
             None,
         )
@@ -593,7 +613,13 @@ class HTTPClient:
                 f"the HTTP {status} body from {self.model} ({len(body)} bytes) could not be "
                 f"read, {broke}; it was not sent again"
             )
-        error = ProviderError(ErrorKind.TRANSIENT, status, message=message, should_retry=False)
+        error = ProviderError(
+            ErrorKind.TRANSIENT,
+            status,
+            code=_timeout_code(broke),
+            message=message,
+            should_retry=False,
+        )
         closed = close_truncated_json(body)
         result: LLMResponse | None = None
         if closed is not None:
@@ -775,7 +801,10 @@ class HTTPStream:
             )
             # Never resent once bytes arrived: the caller has the verdict they carried.
             result.error = ProviderError(
-                ErrorKind.TRANSIENT, message=message, should_retry=False if received else None
+                ErrorKind.TRANSIENT,
+                code=_timeout_code(broke),
+                message=message,
+                should_retry=False if received else None,
             )
             result.finish_reason = (
                 result.finish_reason
