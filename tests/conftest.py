@@ -11,3 +11,17 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+import pytest  # noqa: E402 - after the hypothesis profile, which must load first
+
+
+@pytest.fixture(autouse=True)
+def _no_user_config(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test reads the config of the user running the suite (`~/.config/refusals`,
+    REFUSALS_MODEL): child processes inherit these too."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    monkeypatch.delenv("REFUSALS_MODEL", raising=False)
+    monkeypatch.delenv("REFUSALS_CONFIG", raising=False)

@@ -453,3 +453,30 @@ def test_ctrl_c_after_a_refusal_verdict_keeps_the_refusal_and_retry_does_not_res
         session.settle(0.5)
         assert server.app.count() == 1
         assert session.quit() == 0
+
+
+def test_an_ask_rule_asks_before_sending_the_prompt_to_the_next_model(
+    server: MockServer, tmp_path: Path
+) -> None:
+    (tmp_path / "refusals.toml").write_text(
+        '[policy]\ncyber = "ask:anthropic:mock-answer"\n', encoding="utf-8"
+    )
+    question = (
+        r"the model declined \(category: cyber\); send this prompt to anthropic:mock-answer\? "
+        r"\[y\]es / \[n\]o / \[a\]lways this session:"
+    )
+    args = ("--workspace", str(tmp_path))
+    with chat(server.base_url, "anthropic:mock-refusal", *args) as session:
+        session.say("first")
+        session.expect(question)
+        session.say("y")
+        session.expect(r"^Mock answer: first$")
+        session.prompt()
+        session.say("second")
+        session.expect(question)
+        session.say("n")
+        session.expect(r"The model declined this request \(category: cyber\)")
+        session.prompt()
+        assert session.quit() == 0
+    models = [r.model for r in server.app.requests]
+    assert models == ["mock-refusal", "mock-answer", "mock-refusal"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -18,6 +19,7 @@ from refusals.transport.base import ModelClient
 
 if TYPE_CHECKING:
     from refusals.loop.workspace import Workspace
+    from refusals.transport.fallback import BlockPolicy, Confirm
 
 __all__ = [
     "MOCK_DEFAULT",
@@ -29,6 +31,7 @@ __all__ = [
     "make_client",
     "make_workspace",
     "model_options",
+    "resolve",
 ]
 
 MOCK_DEFAULT = "mock:answer"
@@ -87,6 +90,9 @@ def make_client(
     fallbacks: tuple[str, ...],
     scope: Literal["turn", "session"],
     timeout: float = DEFAULT_TIMEOUT,
+    *,
+    policy: BlockPolicy | None = None,
+    confirm: Confirm | None = None,
 ) -> ModelClient:
     """The client for `model` with its fallback chain; a bad model string or a missing
     key is a `UsageError` (one line)."""
@@ -95,10 +101,56 @@ def make_client(
 
     try:
         return client_for(
-            model, base_url=base_url, fallbacks=fallbacks, fallback_scope=scope, timeout=timeout
+            model,
+            base_url=base_url,
+            fallbacks=fallbacks,
+            fallback_scope=scope,
+            timeout=timeout,
+            policy=policy,
+            confirm=confirm,
         )
     except ClientError as exc:
         raise UsageError(_for_the_command_line(str(exc))) from None
+
+
+@dataclass(slots=True)
+class Choice:
+    """What a command runs, from its flags, then `refusals.toml` and the environment."""
+
+    model: str
+    note: str | None
+    fallbacks: tuple[str, ...]
+    scope: Literal["turn", "session"]
+    timeout: float
+    policy: BlockPolicy | None
+
+
+def resolve(
+    model: str | None,
+    fallbacks: tuple[str, ...],
+    scope: Literal["turn", "session"] | None,
+    timeout: float | None,
+    workspace: Path,
+) -> Choice:
+    """The flags, with what they leave unset taken from the config files (a bad file is
+    a `UsageError`), then the built-in defaults."""
+    from refusals.cli._config import load_settings  # noqa: PLC0415
+
+    settings = load_settings(workspace)
+    chosen, note = choose_model(model or settings.model)
+    used = [str(path) for path in settings.sources]
+    if not model and os.environ.get("REFUSALS_MODEL"):
+        used.insert(0, "REFUSALS_MODEL")
+    if note is None and used:
+        note = f"settings from {', '.join(used)} (flags override them)"
+    return Choice(
+        chosen,
+        note,
+        fallbacks or settings.fallback_models or (),
+        scope or settings.fallback_scope or "turn",
+        timeout or settings.timeout or DEFAULT_TIMEOUT,
+        settings.policy,
+    )
 
 
 def _for_the_command_line(message: str) -> str:
@@ -126,17 +178,15 @@ _MODEL_OPTIONS = (
     click.option(
         "--fallback-scope",
         type=click.Choice(["turn", "session"]),
-        default="turn",
-        show_default=True,
-        help="Whether a fallback holds for the turn or for the rest of the session.",
+        help="Whether a fallback holds for the turn or for the rest of the session "
+        "(default: turn).",
     ),
     click.option(
         "--timeout",
         type=click.FloatRange(min=0, min_open=True),
-        default=DEFAULT_TIMEOUT,
-        show_default=True,
         metavar="SECONDS",
-        help="How long one provider call may take in all (a stream of keep-alives too).",
+        help="How long one provider call may take in all, a stream of keep-alives too "
+        f"(default: {DEFAULT_TIMEOUT:g}).",
     ),
     click.option(
         "--workspace",

@@ -51,8 +51,8 @@ def chat_command(
     model: str | None,
     base_url: str | None,
     fallback_models: tuple[str, ...],
-    fallback_scope: Literal["turn", "session"],
-    timeout: float,
+    fallback_scope: Literal["turn", "session"] | None,
+    timeout: float | None,
     workspace: Path,
     allow_write: bool,
     allow_commands: bool,
@@ -81,13 +81,15 @@ def chat_command(
     from refusals.chat.session import ChatSession  # noqa: PLC0415
     from refusals.cli._models import (  # noqa: PLC0415
         SYSTEM_PROMPT,
+        Choice,
         UsageError,
-        choose_model,
         make_workspace,
+        resolve,
     )
     from refusals.cli._models import make_client as build_client  # noqa: PLC0415
     from refusals.loop.agent import Agent  # noqa: PLC0415
     from refusals.loop.subagents import SubagentPolicy  # noqa: PLC0415
+    from refusals.model import FinishReason, LLMResponse  # noqa: PLC0415
     from refusals.transport.base import ModelClient  # noqa: PLC0415
     from refusals.transport.clients import ClientError, parse_model_string  # noqa: PLC0415
 
@@ -102,20 +104,47 @@ def chat_command(
             return None
 
     primary_provider: list[str | None] = []
+    choices: list[Choice] = []
+    prompter = Prompter()
+    always: set[str] = set()
+
+    async def confirm(blocked: LLMResponse, target: str) -> bool:
+        # The policy says ask (refusals.toml): the user decides whether this prompt
+        # goes to the next model; "always" holds for that model for the session.
+        if target in always:
+            return True
+        kind = "declined" if blocked.finish_reason is FinishReason.REFUSAL else "was filtered"
+        stop = blocked.stop_details
+        category = stop.category if stop is not None else None
+        why = f" (category: {sanitize(category, single_line=True)})" if category else ""
+        answer = await prompter.approve(
+            f"the model {kind}{why}; send this prompt to {sanitize(target, single_line=True)}?"
+        )
+        if answer == "always":
+            always.add(target)
+        return answer in ("yes", "always")
 
     def make_client(name: str) -> ModelClient:
         # --base-url is the server of the provider it was given with; a model of
         # another provider (after /model) reads its own environment.
         same = not primary_provider or provider(name) == primary_provider[0]
+        choice = choices[0]
         try:
             return build_client(
-                name, base_url if same else None, fallback_models, fallback_scope, timeout
+                name,
+                base_url if same else None,
+                choice.fallbacks,
+                choice.scope,
+                choice.timeout,
+                policy=choice.policy,
+                confirm=confirm,
             )
         except UsageError as exc:
             raise ValueError(str(exc)) from None
 
     try:
-        chosen, note = choose_model(model)
+        choices.append(resolve(model, fallback_models, fallback_scope, timeout, workspace))
+        chosen, note = choices[0].model, choices[0].note
         primary_provider.append(provider(chosen))
         root, unconfined = make_workspace(
             workspace,
@@ -129,7 +158,6 @@ def chat_command(
         _fail_usage(str(exc))
         return
 
-    prompter = Prompter()
     renderer = Renderer(make_console(), stream=not no_stream, live=not plain)
     tools = root.tools()
     approvals = Approvals(prompter.approve)
@@ -152,7 +180,7 @@ def chat_command(
         renderer=renderer,
         prompter=prompter,
         agent=agent,
-        fallback_scope=fallback_scope,
+        fallback_scope=choices[0].scope,
     )
     if note is not None:
         renderer.hint(note)

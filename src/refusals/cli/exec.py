@@ -23,11 +23,11 @@ import orjson
 from refusals.cli._models import (
     SYSTEM_PROMPT,
     UsageError,
-    choose_model,
     command_options,
     make_client,
     make_workspace,
     model_options,
+    resolve,
 )
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
 from refusals.loop.events import (
@@ -308,8 +308,8 @@ def exec_command(
     base_url: str | None,
     max_turns: int,
     fallback_models: tuple[str, ...],
-    fallback_scope: Literal["turn", "session"],
-    timeout: float,
+    fallback_scope: Literal["turn", "session"] | None,
+    timeout: float | None,
     allow_write: bool,
     allow_commands: bool,
     allow_network: bool,
@@ -339,7 +339,8 @@ def exec_command(
                 f"--output-last-message: the directory of {output_last_message} does not exist"
             )
         system = _system_prompt(system_prompt, append_system_prompt)
-        chosen, note = choose_model(model)
+        choice = resolve(model, fallback_models, fallback_scope, timeout, workspace)
+        chosen, note = choice.model, choice.note
         root, unconfined = make_workspace(
             workspace,
             allow_write=allow_write,
@@ -347,7 +348,15 @@ def exec_command(
             allow_network=allow_network,
             unconfined_commands=unconfined_commands,
         )
-        client = make_client(chosen, base_url, fallback_models, fallback_scope, timeout)
+        # An `ask` rule of the policy has nobody to ask here: it stops.
+        client = make_client(
+            chosen,
+            base_url,
+            choice.fallbacks,
+            choice.scope,
+            choice.timeout,
+            policy=choice.policy,
+        )
     except UsageError as exc:
         _fail_usage(str(exc))
         return

@@ -66,7 +66,7 @@ from refusals.transport.base import (
     ModelStream,
     shows_output,
 )
-from refusals.transport.fallback import FallbackChain
+from refusals.transport.fallback import BlockPolicy, Confirm, FallbackChain
 from refusals.transport.retry import RetryPolicy, retry_after
 from refusals.transport.streams import StreamDecoder
 
@@ -1031,8 +1031,14 @@ def client_for(
     timeout: float = 600.0,
     http_client: httpx.AsyncClient | None = None,
     max_hops: int | None = None,
+    policy: BlockPolicy | None = None,
+    confirm: Confirm | None = None,
 ) -> HTTPClient | FallbackChain:
     """The client for `PROVIDER:MODEL`; with `fallbacks`, a fallback chain over them.
+
+    `policy` says per category what a decline leads to (see `BlockPolicy`); the models
+    its rules name join the chain, asked only when their rule applies. `confirm` is
+    asked before the hop of an `ask` rule.
 
     `timeout` bounds each attempt of a call as a whole (connecting, the first byte, and
     every byte after it: a stream of keep-alive pings ends there too).
@@ -1047,19 +1053,22 @@ def client_for(
         raise ClientError(f"fallback_scope must be 'turn' or 'session', got {fallback_scope!r}")
     if max_hops is not None and max_hops < 0:
         raise ClientError(f"max_hops cannot be negative, got {max_hops!r}")
-    policy = retry if retry is not None else RetryPolicy()
+    retries = retry if retry is not None else RetryPolicy()
     primary = _make_client(
         model,
         base_url=base_url,
         api_key=api_key,
-        retry=policy,
+        retry=retries,
         timeout=timeout,
         http_client=http_client,
     )
-    if not fallbacks:
+    ordered = 1 + len(fallbacks)
+    named = [m for m in (policy.models if policy is not None else ()) if m != model]
+    named = [m for m in named if m not in fallbacks]
+    if not fallbacks and not named:
         return primary
     chain: list[ModelClient] = [primary]
-    for entry in fallbacks:
+    for entry in [*fallbacks, *named]:
         if not isinstance(entry, str):
             chain.append(entry)
             continue
@@ -1069,12 +1078,19 @@ def client_for(
                 entry,
                 base_url=base_url if same else None,
                 api_key=api_key if same else None,
-                retry=policy,
+                retry=retries,
                 timeout=timeout,
                 http_client=primary._http if same else None,
             )
         )
-    return FallbackChain(chain, scope=fallback_scope, max_hops=max_hops)
+    return FallbackChain(
+        chain,
+        scope=fallback_scope,
+        max_hops=max_hops,
+        policy=policy,
+        ordered=ordered,
+        confirm=confirm,
+    )
 
 
 class SyncClient:

@@ -31,7 +31,7 @@ the seam's detail says `prefill`: then the next model continues it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,9 +46,54 @@ from refusals.transport.builders import FALLBACK_CREDIT_BETA
 if TYPE_CHECKING:
     from refusals.transport.clients import SyncClient
 
-__all__ = ["FallbackChain", "hop_detail", "hop_request"]
+__all__ = ["BlockPolicy", "FallbackChain", "Rule", "hop_detail", "hop_request"]
 
 Scope = Literal["turn", "session"]
+Action = Literal["stop", "fallback", "ask"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What to do when a model declines: `stop` (report it), `fallback` (ask `model`, or
+    the chain's next model when None), or `ask` (the same, once the user says yes)."""
+
+    action: Action
+    model: str | None = None
+
+
+FALLBACK = Rule("fallback")
+"""The rule without a policy: the chain's next model."""
+
+Confirm = Callable[[LLMResponse, str], Awaitable[bool]]
+"""Asked before an `ask` rule's hop: the declined response and the model to ask next."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockPolicy:
+    """A rule per category (`cyber`, `violence`…), per kind (`refusal`,
+    `content_filter`) and a `default`, looked up in that order."""
+
+    rules: Mapping[str, Rule]
+
+    def rule_for(self, finish: FinishReason, stop: StopDetails | None) -> Rule:
+        categories = [stop.category, *stop.categories] if stop is not None else []
+        for category in categories:
+            if category:
+                rule = self.rules.get(category.strip().lower())
+                if rule is not None:
+                    return rule
+        kind = "refusal" if finish is FinishReason.REFUSAL else "content_filter"
+        return self.rules.get(kind) or self.rules.get("default") or FALLBACK
+
+    @property
+    def models(self) -> list[str]:
+        """The models the rules name, in order, each once."""
+        named: list[str] = []
+        for rule in self.rules.values():
+            if rule.model is not None and rule.model not in named:
+                named.append(rule.model)
+        return named
+
 
 _BLOCKED = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})
 
@@ -180,19 +225,32 @@ class _Route:
     tried: set[str] = field(default_factory=set)
     hops: int = 0
     details: list[str] = field(default_factory=list)
+    rule: Rule = FALLBACK
+    """The policy's rule for the decline being handled (a failed hop keeps it)."""
     _derived: dict[str, ModelClient] = field(default_factory=dict)
 
-    def peek(self, stop: StopDetails | None) -> tuple[ModelClient, int] | None:
-        """The next model to ask after `current` declined (with its rank), if any."""
-        if self.hops >= self.chain.max_hops:
+    def peek(
+        self, stop: StopDetails | None, finish: FinishReason | None = None
+    ) -> tuple[ModelClient, int] | None:
+        """The next model to ask after `current` declined with `finish` (with its rank),
+        if any; without `finish`, after the last hop failed (the same rule holds)."""
+        if finish is not None:
+            policy = self.chain.policy
+            self.rule = policy.rule_for(finish, stop) if policy is not None else FALLBACK
+        if self.hops >= self.chain.max_hops or self.rule.action == "stop":
             return None
+        if self.rule.model is not None:
+            target = self.chain.named(self.rule.model)
+            if target is None or _identity(target) in self.tried:
+                return None
+            return target, self.rank
         recommended = stop.recommended_model if stop is not None else None
         if recommended and self.chain.follow_recommended:
             derived = self._derive(recommended)
             if derived is not None and _identity(derived) not in self.tried:
                 return derived, self.rank
         clients = self.chain.clients
-        for rank in range(self.rank + 1, len(clients)):
+        for rank in range(self.rank + 1, self.chain.ordered):
             if _identity(clients[rank]) not in self.tried:
                 return clients[rank], rank
         return None
@@ -236,7 +294,13 @@ class FallbackChain:
         scope: Scope = "turn",
         max_hops: int | None = None,
         follow_recommended: bool = True,
+        policy: BlockPolicy | None = None,
+        ordered: int | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
+        """`clients[:ordered]` are tried in order (all of them by default); the rest are
+        only asked when a `policy` rule names them. An `ask` rule hops only when `confirm`
+        says yes (without one, it stops)."""
         if not clients:
             raise ValueError("a fallback chain needs at least its primary client")
         if scope not in ("turn", "session"):
@@ -247,6 +311,9 @@ class FallbackChain:
         if self.max_hops < 0:
             raise ValueError("max_hops cannot be negative")
         self.follow_recommended = follow_recommended
+        self.policy = policy
+        self.ordered = len(self.clients) if ordered is None else max(1, min(ordered, len(clients)))
+        self.confirm = confirm
         self._start: ModelClient = self.clients[0]
         self._start_rank = 0
         self._attempts: list[Attempt] = []
@@ -287,6 +354,18 @@ class FallbackChain:
             closer = getattr(client, "aclose", None)
             if closer is not None:
                 await closer()
+
+    def named(self, model: str) -> ModelClient | None:
+        """The chain's client for the `PROVIDER:MODEL` a rule names."""
+        return next((c for c in self.clients if c.model == model), None)
+
+    async def _allowed(self, route: _Route, blocked: LLMResponse, target: ModelClient) -> bool:
+        """Whether the hop to `target` may go: always, unless the rule says ask first."""
+        if route.rule.action != "ask":
+            return True
+        if self.confirm is None:
+            return False  # nobody to ask (a headless run): the decline stands
+        return await self.confirm(blocked, target.model)
 
     def _route(self) -> _Route:
         route = _Route(self, self._start, self._start_rank)
@@ -336,8 +415,8 @@ class FallbackChain:
                     hop_detail(source.model, route.current.model, blocked, prefill=bool(prefill))
                 )
             if _is_blocked(result):
-                nxt = route.peek(result.stop_details)
-                if nxt is not None:
+                nxt = route.peek(result.stop_details, result.finish_reason)
+                if nxt is not None and await self._allowed(route, result, nxt[0]):
                     blocked, source = result, route.current
                     route.advance(*nxt)
                     hop_req, prefill = hop_request(request, blocked, source, route.current)
@@ -436,7 +515,7 @@ class ChainStream:
                 if (
                     isinstance(event, Verdict)
                     and event.finish_reason in _BLOCKED
-                    and route.peek(event.stop_details) is not None
+                    and route.peek(event.stop_details, event.finish_reason) is not None
                 ):
                     withheld = event  # another model will be asked
                     continue
@@ -462,8 +541,8 @@ class ChainStream:
             if blocked is not None and not opened:
                 yield self._record(source, route.current, blocked)
             if _is_blocked(result):
-                nxt = route.peek(result.stop_details)
-                if nxt is not None:
+                nxt = route.peek(result.stop_details, result.finish_reason)
+                if nxt is not None and await chain._allowed(route, result, nxt[0]):
                     blocked, source = result, route.current
                     route.advance(*nxt)
                     hop_req, self._prefill = hop_request(
