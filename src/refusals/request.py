@@ -73,6 +73,10 @@ class Request:
     """Anthropic's token from a refusal's `stop_details`, redeemed on a fallback hop."""
     betas: list[str] = field(default_factory=list)
     """Extra `anthropic-beta` features to send (ignored by other wire formats)."""
+    output_schema: JsonObject | None = None
+    """A JSON Schema the final answer must follow (structured output), in each wire's
+    own form: Anthropic `output_config.format`, OpenAI `response_format` / Responses
+    `text.format`, Gemini `responseJsonSchema`. Bedrock Converse has none."""
 
     def with_model(self, model: str) -> Request:
         """The same request for another model (a fallback hop)."""
@@ -89,6 +93,7 @@ class Request:
             extra=dict(self.extra),
             fallback_credit_token=self.fallback_credit_token,
             betas=list(self.betas),
+            output_schema=self.output_schema,
         )
 
     @property

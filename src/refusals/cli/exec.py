@@ -230,6 +230,34 @@ def _system_prompt(replace: str | None, append: str | None) -> str:
     return system
 
 
+def _read_schema(path: Path) -> dict[str, Any]:
+    """The JSON Schema `--output-schema` names: a JSON object, or a usage error."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"--output-schema: {path} does not exist") from None
+    except OSError as exc:
+        raise UsageError(f"--output-schema: cannot read {path}: {exc.strerror}") from None
+    try:
+        schema = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"--output-schema: {path} is not JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--output-schema: {path} must hold a JSON Schema object")
+    return schema
+
+
+def _check_structured_output(client: object) -> None:
+    clients = getattr(client, "clients", [client])
+    for each in clients:
+        if getattr(each, "wire", None) == "bedrock":
+            raise UsageError(
+                f"--output-schema: {getattr(each, 'model', 'bedrock')} has no structured "
+                "output (Bedrock Converse); use another provider, or describe the JSON in "
+                "the prompt"
+            )
+
+
 def _text_or_file(option: str, value: str) -> str:
     """`value`, or the UTF-8 text of the file `@PATH` names."""
     if not value.startswith("@"):
@@ -298,6 +326,12 @@ def _cancelled_before_start(command: Callable[..., None]) -> Callable[..., None]
     metavar="TEXT",
     help="Add TEXT after the system prompt (@FILE reads a file).",
 )
+@click.option(
+    "--output-schema",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A JSON Schema the final answer must follow (structured output).",
+)
 @click.option("--no-stream", is_flag=True, help="Make whole calls instead of streaming.")
 @click.option("--json", "as_json", is_flag=True, help="Write JSONL events on stdout.")
 @_cancelled_before_start
@@ -318,11 +352,15 @@ def exec_command(
     output_last_message: Path | None,
     system_prompt: str | None,
     append_system_prompt: str | None,
+    output_schema: Path | None,
     no_stream: bool,
     as_json: bool,
 ) -> None:
     """Run one agent task headless, stopping on a refusal with its notice.
 
+    \b
+    With --output-schema the answer is JSON; a model that declines the structured
+    answer (OpenAI's typed refusal) is a refusal like any other.
     \b
     Exit codes: 0 success, 1 error or turn limit, 2 usage error, 3 refused,
     4 content-filtered, 124 a call ran over --timeout, 130 interrupted.
@@ -339,6 +377,7 @@ def exec_command(
                 f"--output-last-message: the directory of {output_last_message} does not exist"
             )
         system = _system_prompt(system_prompt, append_system_prompt)
+        schema = _read_schema(output_schema) if output_schema is not None else None
         choice = resolve(model, fallback_models, fallback_scope, timeout, workspace)
         chosen, note = choice.model, choice.note
         root, unconfined = make_workspace(
@@ -357,6 +396,8 @@ def exec_command(
             choice.timeout,
             policy=choice.policy,
         )
+        if schema is not None:
+            _check_structured_output(client)
     except UsageError as exc:
         _fail_usage(str(exc))
         return
@@ -374,6 +415,7 @@ def exec_command(
         stream=not no_stream,
         subagents=SubagentPolicy(),
         emit=sink,
+        output_schema=schema,
     )
     result = asyncio.run(_run(agent, text))
     if result.outcome is Outcome.SUCCESS:

@@ -142,8 +142,12 @@ class Agent:
         thread_id: str | None = None,
         in_flight: list[int] | None = None,
         approve: Approver | None = None,
+        output_schema: dict[str, Any] | None = None,
     ) -> None:
         self.client = client
+        self.output_schema = output_schema
+        """The JSON Schema the final answer follows (structured output); subagents
+        answer in prose."""
         self.approve = approve
         self.system = system
         self.max_turns = max_turns
@@ -354,6 +358,7 @@ class Agent:
             max_tokens=self.max_tokens,
             stream=self.stream,
             fallbacks=list(self.server_fallbacks),
+            output_schema=self.output_schema,
         )
         streamed: list[Item] = []
 
@@ -428,8 +433,14 @@ class Agent:
                 turn=turn.number,
                 item_id=item_id,
             )
-            self.emit(TurnCompleted(turn.usage))
             text = "".join([*turn.answer, response.content or ""])
+            if self.output_schema is not None and not _is_json(text):
+                # Structured output that is not JSON: reported, not retried (a refusal
+                # in structured output is a refusal, read before we get here).
+                return self._fail(
+                    turn, Outcome.ERROR, "the answer is not the JSON --output-schema asks for"
+                )
+            self.emit(TurnCompleted(turn.usage))
             self.last_text = text
             return TurnResult(Outcome.SUCCESS, text=text, response=response)
         if kind in (StepKind.TRUNCATED, StepKind.PAUSED):
@@ -801,6 +812,14 @@ def _hop(value: Any) -> dict[str, Any] | None:
         "category": category if isinstance(category, str) else None,
         "error": error if isinstance(error, str) else None,
     }
+
+
+def _is_json(text: str) -> bool:
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _copy_usage(usage: Usage) -> Usage:

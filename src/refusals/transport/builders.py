@@ -142,6 +142,8 @@ def anthropic_body(request: Request, *, stream: bool) -> AnthropicBody:
     # so it is not sent; older models still take it through `Request.extra`.
     if request.stop:
         body["stop_sequences"] = list(request.stop)
+    if request.output_schema is not None:
+        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
     if stream:
         body["stream"] = True
     betas = list(request.betas)
@@ -217,6 +219,15 @@ def openai_chat_body(request: Request, *, stream: bool, vendor: str = "openai") 
         body["temperature"] = request.temperature
     if request.stop:
         body["stop"] = list(request.stop)
+    if request.output_schema is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": OUTPUT_SCHEMA_NAME,
+                "schema": request.output_schema,
+                "strict": _strict(request.output_schema),
+            },
+        }
     if stream:
         body["stream"] = True
         if vendor not in _NO_STREAM_OPTIONS:
@@ -281,9 +292,28 @@ def openai_responses_body(request: Request, *, stream: bool) -> JsonObject:
         body["max_output_tokens"] = request.max_tokens
     if request.temperature is not None:
         body["temperature"] = request.temperature
+    if request.output_schema is not None:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": OUTPUT_SCHEMA_NAME,
+                "schema": request.output_schema,
+                "strict": _strict(request.output_schema),
+            }
+        }
     if stream:
         body["stream"] = True
     return _merge_extra(body, request)
+
+
+OUTPUT_SCHEMA_NAME = "output"
+"""The name OpenAI's structured output requires for the schema."""
+
+
+def _strict(schema: JsonObject) -> bool:
+    """OpenAI's strict mode (the answer always follows the schema) accepts only schemas
+    that close their objects: asked for when the schema's top object does."""
+    return schema.get("additionalProperties") is False
 
 
 # --- Gemini and Vertex AI -----------------------------------------------------------
@@ -335,6 +365,9 @@ def gemini_body(request: Request) -> JsonObject:
         config["temperature"] = request.temperature
     if request.stop:
         config["stopSequences"] = list(request.stop)
+    if request.output_schema is not None:
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = request.output_schema
     if config:
         body["generationConfig"] = config
     return _merge_extra(body, request)
