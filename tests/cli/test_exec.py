@@ -215,12 +215,16 @@ def test_a_task_with_tool_calls_reads_the_workspace(mock: MockServer, tmp_path: 
         "List the files.",
     )
     assert run.exit_code == 0
-    calls = [e["item"] for e in run.of_type("item.completed") if e["item"]["type"] == "tool_call"]
-    outputs = [
-        e["item"] for e in run.of_type("item.completed") if e["item"]["type"] == "tool_output"
+    # Codex's item type for a tool that is no command or file change: started, then done.
+    [started] = [
+        e["item"] for e in run.of_type("item.started") if e["item"]["type"] == "mcp_tool_call"
     ]
-    assert [c["name"] for c in calls] == ["list_files"]
-    assert outputs[0]["output"] == "notes.txt\nsrc/app.py"
+    [call] = run.items("mcp_tool_call")
+    assert started["id"] == call["id"] and started["status"] == "in_progress"
+    assert started["result"] is None
+    assert (call["server"], call["tool"], call["status"]) == ("refusals", "list_files", "completed")
+    assert call["result"] == {"content": [{"type": "text", "text": "notes.txt\nsrc/app.py"}]}
+    assert call["error"] is None
     answer = run.of_type("item.completed")[-1]["item"]
     assert answer == {
         "id": answer["id"],

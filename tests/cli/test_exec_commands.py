@@ -71,8 +71,10 @@ def test_a_command_sees_no_key_and_nothing_outside_and_no_event_carries_either(
         env={"ANTHROPIC_API_KEY": KEY},
     )
     assert run.exit_code == 0, run.stdout + run.stderr
-    outputs = [item["output"] for item in run.items("tool_output")]
-    assert len(outputs) == 1 and outputs[0].endswith("done\n"), outputs
+    [command] = run.items("command_execution")
+    outputs = [command["aggregated_output"]]
+    assert outputs[0].endswith("done\n"), outputs
+    assert (command["exit_code"], command["status"]) == (0, "completed")
     assert KEY not in run.stdout and "outside-secret-exec" not in run.stdout
     assert all(KEY not in json.dumps(r.body) for r in server.app.requests)
     assert all("outside-secret-exec" not in json.dumps(r.body) for r in server.app.requests)

@@ -190,7 +190,7 @@ def test_a_tool_call_runs_and_its_result_goes_into_the_next_request() -> None:
         False,
     )
     kinds = [e.item.type for e in events if isinstance(e, ItemCompleted)]
-    assert kinds == ["tool_call", "tool_output", "agent_message"]
+    assert kinds == ["mcp_tool_call", "agent_message"]
 
 
 def test_a_malformed_tool_call_gets_one_recovery_turn_then_the_turn_fails() -> None:
@@ -457,8 +457,9 @@ def test_a_declined_call_does_not_run_and_the_model_reads_that_the_user_declined
     assert last.content == declined_message("save")
     assert "the user declined" in last.content
     outputs = [e.item for e in events if isinstance(e, ItemCompleted)]
-    assert [i.type for i in outputs] == ["tool_call", "tool_output", "agent_message"]
-    assert outputs[1].data["is_error"] is True
+    assert [i.type for i in outputs] == ["mcp_tool_call", "agent_message"]
+    assert outputs[0].data["status"] == "declined"
+    assert outputs[0].data["error"] == {"message": declined_message("save")}
 
 
 def test_read_tools_and_malformed_calls_are_never_put_to_the_approval_hook() -> None:

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import IO
+from typing import IO, Any
 
+import orjson
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -170,7 +171,10 @@ class Renderer:
             )
 
     def _started(self, item: Item) -> None:
-        if item.type == "subagent":
+        call = tool_call_line(item)
+        if call is not None:
+            self.line(call, TOOL_STYLE)
+        elif item.type == "subagent":
             task = sanitize(str(item.data.get("task", "")), max_chars=200, single_line=True)
             self.line(f"subagent: {task}", TOOL_STYLE)
 
@@ -226,14 +230,9 @@ class Renderer:
         elif item.type == "reasoning":
             text = sanitize(str(data.get("text", "")), max_chars=400)
             self.line(f"thinking: {text}", HINT_STYLE)
-        elif item.type == "tool_call":
-            name = sanitize(str(data.get("name", "")), single_line=True)
-            arguments = sanitize(
-                str(data.get("arguments", "")), max_chars=TOOL_ARGUMENT_CHARS, single_line=True
-            )
-            self.line(f"tool {name} {arguments}", TOOL_STYLE)
-        elif item.type == "tool_output":
-            self._tool_output(str(data.get("output", "")), bool(data.get("is_error")))
+        elif item.type in ("command_execution", "file_change", "mcp_tool_call"):
+            output, failed = tool_output_text(item)
+            self._tool_output(output, failed)
         elif item.type == "subagent":
             status = sanitize(str(data.get("status", "")), single_line=True)
             self.line(f"subagent: {status}", TOOL_STYLE)
@@ -280,3 +279,43 @@ class Renderer:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def tool_call_line(item: Item) -> str | None:
+    """`tool NAME ARGUMENTS` for a tool item as it starts, or None for other items."""
+    data = item.data
+    arguments: Any
+    if item.type == "command_execution":
+        name, arguments = "run_command", {"command": data.get("command", "")}
+    elif item.type == "file_change":
+        changes = data.get("changes") or [{}]
+        name = "edit_file" if changes[0].get("kind") == "update" else "write_file"
+        arguments = {"path": changes[0].get("path", "")}
+    elif item.type == "mcp_tool_call":
+        name, arguments = str(data.get("tool", "")), data.get("arguments")
+    else:
+        return None
+    text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+    shown = sanitize(text, max_chars=TOOL_ARGUMENT_CHARS, single_line=True)
+    return f"tool {sanitize(name, single_line=True)} {shown}"
+
+
+def tool_output_text(item: Item) -> tuple[str, bool]:
+    """What a finished tool item gave back, and whether it failed."""
+    data = item.data
+    failed = data.get("status") in ("failed", "declined")
+    if item.type == "command_execution":
+        output = str(data.get("aggregated_output", ""))
+        code = data.get("exit_code")
+        return (f"exit status {code}\n{output}" if code is not None else output), (
+            code is None and failed
+        )
+    if item.type == "file_change":
+        return str(data.get("output", "")), failed
+    error = data.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message", "")), True
+    result = data.get("result")
+    parts = result.get("content") if isinstance(result, dict) else None
+    text = "".join(str(p.get("text", "")) for p in parts or () if isinstance(p, dict))
+    return text, False

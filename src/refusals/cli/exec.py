@@ -144,15 +144,37 @@ class HumanRenderer:
     def _item(self, event: ItemCompleted) -> None:
         item = event.item
         data = item.data
-        if item.type == "tool_call":
-            arguments = sanitize(str(data.get("arguments", "")), max_chars=120, single_line=True)
-            self._say(f"tool: {sanitize(str(data.get('name')), single_line=True)} {arguments}")
-        elif item.type == "tool_output":
-            output = str(data.get("output", ""))
-            if data.get("is_error"):
-                self._say(f"  {sanitize(output, max_chars=200, single_line=True)}")
+        status = str(data.get("status", ""))
+        if item.type == "command_execution":
+            command = sanitize(str(data.get("command", "")), max_chars=120, single_line=True)
+            self._say(f"command: {command}")
+            output = str(data.get("aggregated_output", ""))
+            if data.get("exit_code") is None:
+                self._say(f"  {status}: {sanitize(output, max_chars=200, single_line=True)}")
             else:
-                self._say(f"  ({len(output.splitlines())} lines)")
+                lines = len(output.splitlines())
+                self._say(f"  (exit {data['exit_code']}, {_count(lines, 'line')})")
+        elif item.type == "file_change":
+            for change in data.get("changes") or ():
+                path = sanitize(str(change.get("path", "")), single_line=True)
+                self._say(f"file: {change.get('kind')} {path}")
+            if status != "completed":
+                output = str(data.get("output", ""))
+                self._say(f"  {status}: {sanitize(output, max_chars=200, single_line=True)}")
+        elif item.type == "mcp_tool_call":
+            arguments = data.get("arguments")
+            text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+            shown = sanitize(text, max_chars=120, single_line=True)
+            self._say(f"tool: {sanitize(str(data.get('tool')), single_line=True)} {shown}")
+            error = data.get("error")
+            if isinstance(error, dict):
+                message = str(error.get("message", ""))
+                self._say(f"  {sanitize(message, max_chars=200, single_line=True)}")
+            else:
+                result = data.get("result") or {}
+                parts = result.get("content") or [] if isinstance(result, dict) else []
+                output = "".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+                self._say(f"  ({_count(len(output.splitlines()), 'line')})")
         elif item.type == "subagent":
             self._say(f"subagent: {data.get('status')}")
 

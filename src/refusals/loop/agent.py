@@ -40,6 +40,8 @@ from refusals.loop.events import (
     TurnFailed,
     TurnStarted,
     add_usage,
+    complete_tool_item,
+    tool_item,
 )
 from refusals.loop.gates import (
     CONTINUE_PROMPT,
@@ -518,31 +520,21 @@ class Agent:
             ):
                 children.append((index, asyncio.ensure_future(self._spawn(turn, call))))
                 continue
-            self.emit(
-                ItemCompleted(
-                    self._item(
-                        turn,
-                        "tool_call",
-                        {"call_id": call.id, "name": call.name, "arguments": call.arguments},
-                    )
-                )
-            )
+            arguments = parse_arguments(call)
+            shown = arguments if isinstance(arguments, dict) else call.arguments
+            kind, data = tool_item(call.id, call.name, shown)
+            item = self._item(turn, kind, data)
+            self.emit(ItemStarted(_snapshot(item)))
             result = await self._approved_call(call)
             results[index] = result
-            self.emit(
-                ItemCompleted(
-                    self._item(
-                        turn,
-                        "tool_output",
-                        {
-                            "call_id": call.id,
-                            "name": call.name,
-                            "output": result.output,
-                            "is_error": result.is_error,
-                        },
-                    )
-                )
+            complete_tool_item(
+                item,
+                result.output,
+                is_error=result.is_error,
+                declined=result.is_error and result.output == declined_message(call.name),
+                data=result.data,
             )
+            self.emit(ItemCompleted(item))
         try:
             for index, child in children:
                 results[index] = await child

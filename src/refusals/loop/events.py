@@ -19,7 +19,14 @@ from refusals.model import Usage
 
 JsonObject = dict[str, Any]
 
-ItemType = Literal["agent_message", "reasoning", "tool_call", "tool_output", "subagent"]
+ItemType = Literal[
+    "agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "subagent"
+]
+ToolStatus = Literal["in_progress", "completed", "failed", "declined"]
+
+TOOL_SERVER = "refusals"
+"""The `server` of an `mcp_tool_call` item for the workspace's own tools."""
+_FILE_TOOLS = frozenset({"write_file", "edit_file"})
 Scope = Literal["session", "subagent"]
 
 
@@ -50,8 +57,9 @@ class Item:
     - `agent_message`: `text`; a fragment a refusal or filter cut off also has
       `cut_off: true` and `retracted: true` (it is not an answer and is never resent).
     - `reasoning`: `text`.
-    - `tool_call`: `call_id`, `name`, `arguments` (the JSON text the model wrote).
-    - `tool_output`: `call_id`, `name`, `output`, `is_error`.
+    - A tool call, as Codex types it (see `tool_item`): `command_execution`
+      (`run_command`), `file_change` (`write_file`, `edit_file`) or `mcp_tool_call`
+      (every other tool), each with `call_id` and `status`.
     - `subagent`: `call_id`, `task`, `tools`, then `status`, `text`, and on a refusal
       or filter `kind`, `category`, `notice`.
     """
@@ -62,6 +70,66 @@ class Item:
 
     def to_json(self) -> JsonObject:
         return {"id": self.id, "type": self.type, **self.data}
+
+
+def tool_item(call_id: str, name: str, arguments: object) -> tuple[ItemType, JsonObject]:
+    """The item type and in-progress fields of a tool call, in Codex's item types.
+
+    `arguments` are the call's parsed arguments (a dict), or the text the model wrote
+    when it is no JSON object.
+    """
+    args = arguments if isinstance(arguments, dict) else {}
+    if name == "run_command":
+        return "command_execution", {
+            "call_id": call_id,
+            "command": str(args.get("command", "")),
+            "aggregated_output": "",
+            "exit_code": None,
+            "status": "in_progress",
+        }
+    if name in _FILE_TOOLS:
+        kind = "update" if name == "edit_file" else "add"
+        return "file_change", {
+            "call_id": call_id,
+            "changes": [{"path": str(args.get("path", "")), "kind": kind}],
+            "status": "in_progress",
+        }
+    return "mcp_tool_call", {
+        "call_id": call_id,
+        "server": TOOL_SERVER,
+        "tool": name,
+        "arguments": arguments,
+        "result": None,
+        "error": None,
+        "status": "in_progress",
+    }
+
+
+def complete_tool_item(
+    item: Item, output: str, *, is_error: bool, declined: bool, data: JsonObject | None
+) -> None:
+    """Fill in a tool item (from `tool_item`) with the call's result."""
+    fields = item.data
+    status: ToolStatus = "declined" if declined else ("failed" if is_error else "completed")
+    extra = data or {}
+    if item.type == "command_execution":
+        exit_code = extra.get("exit_code")
+        if isinstance(exit_code, int) and not is_error:
+            fields["exit_code"] = exit_code
+            fields["aggregated_output"] = str(extra.get("output", output))
+            status = "completed" if exit_code == 0 else "failed"
+        else:
+            fields["aggregated_output"] = output
+    elif item.type == "file_change":
+        kind = extra.get("kind")
+        if kind in ("add", "update") and fields.get("changes"):
+            fields["changes"][0]["kind"] = kind
+        fields["output"] = output  # the tool's own words ("wrote 6 characters to a.txt")
+    elif is_error:
+        fields["error"] = {"message": output}
+    else:
+        fields["result"] = {"content": [{"type": "text", "text": output}]}
+    fields["status"] = status
 
 
 class Event:

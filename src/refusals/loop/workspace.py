@@ -32,7 +32,14 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from refusals.loop.sandbox import Sandbox, run_bounded, scrubbed_environment
-from refusals.loop.tools import MAX_OUTPUT_CHARS, Tool, ToolError, ToolRegistry, truncate_output
+from refusals.loop.tools import (
+    MAX_OUTPUT_CHARS,
+    Tool,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    truncate_output,
+)
 
 # Below the registry's bound on any result, so that the note saying what was cut survives.
 MAX_READ_CHARS = MAX_OUTPUT_CHARS - 200
@@ -306,7 +313,7 @@ class Workspace:
                 continue
             yield relative, _Bounded(fd)
 
-    def write_file(self, path: str, content: str) -> str:
+    def write_file(self, path: str, content: str) -> ToolResult:
         """Write a text file of the workspace (created or replaced whole)."""
         if not self.allow_write:
             raise ToolError("writing files is not allowed; the user must pass --allow-write")
@@ -319,7 +326,11 @@ class Workspace:
                 _replace(parent, name, content.encode("utf-8"), mode)
             finally:
                 os.close(parent)
-        return f"wrote {len(content)} characters to {shown_name('/'.join(names))}"
+        shown = shown_name("/".join(names))
+        return ToolResult(
+            f"wrote {len(content)} characters to {shown}",
+            data={"path": shown, "kind": "add" if mode is None else "update"},
+        )
 
     def edit_file(self, path: str, old_text: str, new_text: str) -> str:
         """Replace the one exact occurrence of old_text in a file by new_text."""
@@ -370,7 +381,7 @@ class Workspace:
                 "tasks); writing it needs --allow-commands"
             )
 
-    async def run_command(self, command: str, timeout: float | None = None) -> str:
+    async def run_command(self, command: str, timeout: float | None = None) -> ToolResult:
         """Run a shell command in the workspace; its exit status and (bounded) output."""
         if not self.allow_commands:
             raise ToolError("running commands is not allowed; the user must pass --allow-commands")
@@ -394,7 +405,10 @@ class Workspace:
                 f"{shown}\n[output truncated: the first {len(shown.encode('utf-8'))} of "
                 f"{result.total} bytes shown]"
             )
-        return f"exit status {result.returncode}\n{text}"
+        return ToolResult(
+            f"exit status {result.returncode}\n{text}",
+            data={"exit_code": result.returncode, "output": text},
+        )
 
     def tools(self) -> ToolRegistry:
         """The tools this workspace allows, as a registry."""
