@@ -25,7 +25,7 @@ from refusals.loop.gates import CONTINUE_PROMPT
 from refusals.loop.outcome import Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.loop.tools import Tool, ToolRegistry
-from refusals.model import FinishReason, ToolCall
+from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.stream import (
     RefusalDelta,
     StreamError,
@@ -223,6 +223,37 @@ def test_an_answer_cut_off_at_the_length_limit_is_continued_and_joined() -> None
     assert result.text == "The first half, the second half."
     assert client.requests[1].messages[-1].content == CONTINUE_PROMPT
     assert [f.action.value for f in agent.gates.fired] == ["continue"]
+
+
+def test_an_answer_cut_off_every_time_fails_after_the_allowed_continuations_and_says_so() -> None:
+    cut: list[StreamEvent] = [TextDelta("more "), Verdict(FinishReason.LENGTH, "max_tokens")]
+    client = ScriptedClient([cut] * 4)
+    agent, _ = agent_for(client)
+    result = run(agent.run("long answer"))
+    assert result.outcome is Outcome.ERROR
+    assert len(client.requests) == 4
+    assert result.error == (
+        "the answer was cut off at the output limit 4 times in a row (3 continuations allowed)"
+    )
+
+
+def test_a_cut_off_answer_that_reads_as_a_refusal_notice_is_not_continued_and_says_why() -> None:
+    text_of_a_notice = notice(
+        LLMResponse(
+            finish_reason=FinishReason.REFUSAL,
+            reasoning_details=[StopDetails(category="cyber").to_detail()],
+        )
+    )
+    assert text_of_a_notice is not None
+    cut: list[StreamEvent] = [TextDelta(text_of_a_notice), Verdict(FinishReason.LENGTH, "length")]
+    client = ScriptedClient([cut, text("never asked")])
+    agent, _ = agent_for(client)
+    result = run(agent.run("long answer"))
+    assert result.outcome is Outcome.ERROR
+    assert len(client.requests) == 1
+    assert result.error == (
+        "the answer was cut off at the output limit, and its text reads as a refusal notice"
+    )
 
 
 def test_no_gate_fires_on_a_refusal_that_follows_a_cut_off_answer() -> None:

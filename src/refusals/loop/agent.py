@@ -61,7 +61,7 @@ from refusals.loop.subagents import (
 )
 from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
 from refusals.model import FinishReason, LLMResponse, ToolCall, Usage, detail_type
-from refusals.refusal import refusal_explanation
+from refusals.refusal import is_blocked_notice, refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam
 from refusals.transport.base import TIMEOUT_CODE, ModelClient
@@ -449,9 +449,17 @@ class Agent:
             item_id = self._show_text(turn, response)
             if self.gates.decide(step, turn=turn.number) is None:
                 what = "cut off at the output limit" if kind is StepKind.TRUNCATED else "paused"
-                return self._fail(
-                    turn, Outcome.ERROR, f"the answer was {what} too many times in a row"
-                )
+                if is_blocked_notice(response.content or ""):
+                    # Not continued, however many continuations are left: text that reads
+                    # as a refusal notice is never built on.
+                    why = f"the answer was {what}, and its text reads as a refusal notice"
+                else:
+                    allowed = self.gates.max_continuations
+                    why = (
+                        f"the answer was {what} {allowed + 1} times in a row "
+                        f"({allowed} continuations allowed)"
+                    )
+                return self._fail(turn, Outcome.ERROR, why)
             if response.tool_calls:
                 # A call cut off mid-arguments cannot be answered; only the text goes back.
                 response.tool_calls = []
