@@ -173,3 +173,41 @@ def test_human_mode_says_which_files_were_read(tmp_path: Path) -> None:
     path = write(tmp_path / "refusals.toml", 'model = "mock:answer"\n')
     run = run_exec("--workspace", str(tmp_path), "hi", as_json=False)
     assert f"refusals exec: settings from {path} (flags override them)" in run.stderr
+
+
+def test_a_price_table_gives_the_runs_cost_and_none_without_a_price_for_every_model(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "refusals.toml",
+        'model = "mock:refusal"\n'
+        'fallback_models = ["mock:answer"]\n'
+        '[prices."mock:refusal"]\ninput = 1.0\noutput = 2.0\n'
+        '[prices."mock:answer"]\ninput = 10.0\noutput = 20.0\n',
+    )
+    run = exec_in(tmp_path)
+    assert run.exit_code == 0
+    done = run.events[-1]
+    usage = done["model_usage"]
+    expected = (
+        usage["mock:refusal"]["input_tokens"] * 1.0
+        + usage["mock:refusal"]["output_tokens"] * 2.0
+        + usage["mock:answer"]["input_tokens"] * 10.0
+        + usage["mock:answer"]["output_tokens"] * 20.0
+    ) / 1_000_000
+    assert done["total_cost_usd"] == pytest.approx(expected)
+    assert done["total_cost_usd"] > 0
+    write(
+        tmp_path / "refusals.toml",
+        'model = "mock:answer"\n[prices."mock:refusal"]\ninput = 1\noutput = 2\n',
+    )
+    assert exec_in(tmp_path).events[-1]["total_cost_usd"] is None
+    write(tmp_path / "refusals.toml", 'model = "mock:answer"\n')
+    assert exec_in(tmp_path).events[-1]["total_cost_usd"] is None
+
+
+def test_a_bad_price_names_the_model_and_the_key(tmp_path: Path) -> None:
+    write(tmp_path / "refusals.toml", '[prices."mock:answer"]\ninput = 1\noutptu = 2\n')
+    run = run_exec("--workspace", str(tmp_path), "hi", as_json=False)
+    assert run.exit_code == 2
+    assert "prices.mock:answer: unknown key 'outptu' (did you mean 'output'?" in run.stderr

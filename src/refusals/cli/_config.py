@@ -16,6 +16,12 @@ everything. A bad file or value is a usage error naming the file and the key.
     self_harm = "stop"
     content_filter = "ask"           # chat asks first; exec stops
     default = "fallback"             # the fallback_models, in order
+
+    [prices."anthropic:claude-opus-4-8"]   # US dollars per million tokens
+    input = 15.0
+    output = 75.0
+    cache_read = 1.5                 # optional (default: the input price)
+    cache_write = 18.75              # optional (default: the input price)
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from refusals.cli._models import UsageError
+from refusals.loop.events import Price
 from refusals.transport.fallback import Action, BlockPolicy, Rule
 
 WORKSPACE_FILE = "refusals.toml"
-KEYS = ("model", "fallback_models", "fallback_scope", "timeout", "policy")
+KEYS = ("model", "fallback_models", "fallback_scope", "timeout", "policy", "prices")
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
 ACTIONS: dict[str, Action] = {"stop": "stop", "fallback": "fallback", "ask": "ask"}
 
 
@@ -44,6 +52,7 @@ class Settings:
     fallback_scope: Literal["turn", "session"] | None = None
     timeout: float | None = None
     policy: BlockPolicy | None = None
+    prices: dict[str, Price] = field(default_factory=dict)
     sources: list[Path] = field(default_factory=list)
     """The files read, the one that wins first."""
 
@@ -106,6 +115,8 @@ def _apply(settings: Settings, path: Path, data: dict[str, Any]) -> None:
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise UsageError(f"{where} must be a positive number of seconds, not {value!r}")
             settings.timeout = float(value)
+        elif key == "prices":
+            settings.prices.update(_prices(path, value))
         else:
             settings.policy = _policy(path, value, settings.policy)
 
@@ -131,6 +142,37 @@ def _policy(path: Path, value: Any, earlier: BlockPolicy | None) -> BlockPolicy:
             raise UsageError(f"{where}: {action!r} names no model; write {verb}:PROVIDER:MODEL")
         rules[name.strip().lower()] = Rule(ACTIONS[verb], model or None)
     return BlockPolicy(rules)
+
+
+def _prices(path: Path, value: Any) -> dict[str, Price]:
+    if not isinstance(value, dict):
+        raise UsageError(f'{path}: prices must be a table of [prices."PROVIDER:MODEL"] tables')
+    prices: dict[str, Price] = {}
+    for model, entry in value.items():
+        where = f"{path}: prices.{model}"
+        _model(where, model)
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where} must be a table with input and output")
+        for name in entry:
+            if name not in PRICE_KEYS:
+                raise UsageError(f"{where}: unknown key {name!r}{_did_you_mean(name, PRICE_KEYS)}")
+        numbers: dict[str, float | None] = {}
+        for name in PRICE_KEYS:
+            number = entry.get(name)
+            if number is None and name in ("input", "output"):
+                raise UsageError(f"{where}: {name} is missing (US dollars per million tokens)")
+            if number is not None and (
+                isinstance(number, bool) or not isinstance(number, int | float) or number < 0
+            ):
+                raise UsageError(f"{where}.{name} must be a number of dollars, not {number!r}")
+            numbers[name] = float(number) if number is not None else None
+        prices[model] = Price(
+            numbers["input"] or 0.0,
+            numbers["output"] or 0.0,
+            numbers["cache_read"],
+            numbers["cache_write"],
+        )
+    return prices
 
 
 _ACTION_FORMS = '"stop", "fallback", "fallback:PROVIDER:MODEL", "ask" or "ask:PROVIDER:MODEL"'

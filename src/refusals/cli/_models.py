@@ -18,6 +18,7 @@ import click
 from refusals.transport.base import ModelClient
 
 if TYPE_CHECKING:
+    from refusals.loop.events import Price
     from refusals.loop.workspace import Workspace
     from refusals.transport.fallback import BlockPolicy, Confirm
 
@@ -123,6 +124,7 @@ class Choice:
     scope: Literal["turn", "session"]
     timeout: float
     policy: BlockPolicy | None
+    prices: dict[str, Price]
 
 
 def resolve(
@@ -150,6 +152,7 @@ def resolve(
         scope or settings.fallback_scope or "turn",
         timeout or settings.timeout or DEFAULT_TIMEOUT,
         settings.policy,
+        settings.prices,
     )
 
 

@@ -171,6 +171,7 @@ def chat_command(
             stream=not no_stream,
             subagents=SubagentPolicy(),
             approve=approvals,
+            prices=choices[0].prices,
         )
 
     session = ChatSession(

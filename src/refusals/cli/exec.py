@@ -438,6 +438,7 @@ def exec_command(
         subagents=SubagentPolicy(),
         emit=sink,
         output_schema=schema,
+        prices=choice.prices,
     )
     result = asyncio.run(_run(agent, text))
     if result.outcome is Outcome.SUCCESS:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from refusals.loop.events import (
     ItemStarted,
     ItemType,
     ItemUpdated,
+    Price,
     RefusalReported,
     Scope,
     ThreadCompleted,
@@ -145,9 +146,12 @@ class Agent:
         in_flight: list[int] | None = None,
         approve: Approver | None = None,
         output_schema: dict[str, Any] | None = None,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         self.client = client
         self.output_schema = output_schema
+        self.prices = dict(prices or {})
+        """`PROVIDER:MODEL` -> price, for `total_cost_usd`."""
         """The JSON Schema the final answer follows (structured output); subagents
         answer in prose."""
         self.approve = approve
@@ -219,7 +223,20 @@ class Agent:
             duration_ms=round((time.monotonic() - self._started_at) * 1000),
             duration_api_ms=round(self.api_seconds * 1000),
             model_usage={name: _copy_usage(u) for name, u in self.model_usage.items()},
+            total_cost_usd=self._cost(),
         )
+
+    def _cost(self) -> float | None:
+        """The run's cost, or None unless the price table names every model that spent."""
+        if not self.prices:
+            return None
+        total = 0.0
+        for name, usage in self.model_usage.items():
+            price = self.prices.get(name)
+            if price is None:
+                return None  # a partial sum would read as the whole cost
+            total += price.cost(usage)
+        return round(total, 6)
 
     def _served_by(self, response: LLMResponse) -> str:
         """The `PROVIDER:MODEL` that gave `response`: a fallback that answered, or the

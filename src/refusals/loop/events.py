@@ -40,6 +40,31 @@ def usage_json(usage: Usage) -> JsonObject:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What a model's tokens cost, in US dollars per million."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    """Cached input tokens read (default: the input price)."""
+    cache_write: float | None = None
+    """Input tokens written to the cache (default: the input price)."""
+
+    def cost(self, usage: Usage) -> float:
+        """The dollars `usage` cost. Cached reads and cache writes are priced on their own
+        (providers count them beside `input_tokens`, except OpenAI-style counts that
+        include cached tokens in the input: priced as input there)."""
+        read = self.cache_read if self.cache_read is not None else self.input
+        write = self.cache_write if self.cache_write is not None else self.input
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cache_read_tokens * read
+            + usage.cache_creation_tokens * write
+        ) / 1_000_000
+
+
 def add_usage(total: Usage, more: Usage | None) -> None:
     """Add `more`'s token counts into `total`."""
     if more is None:
@@ -336,6 +361,8 @@ class ThreadCompleted(Event):
     """Of `duration_ms`, the time spent in model calls."""
     model_usage: dict[str, Usage] = field(default_factory=dict)
     """Tokens per model that served a call (subagents included)."""
+    total_cost_usd: float | None = None
+    """What the run's tokens cost, when a price table names every model that spent any."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -355,6 +382,7 @@ class ThreadCompleted(Event):
             "requests": self.requests,
             "duration_ms": self.duration_ms,
             "duration_api_ms": self.duration_api_ms,
+            "total_cost_usd": self.total_cost_usd,
         }
 
 

@@ -410,6 +410,7 @@ def exec_run(thread: str, outcome: str, root: Path = FIXTURES) -> Iterator[dict[
         "requests": 1,
         "duration_ms": 0,
         "duration_api_ms": 0,
+        "total_cost_usd": None,
     }
 
 
