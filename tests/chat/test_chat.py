@@ -282,12 +282,12 @@ def test_a_write_asks_first_and_yes_no_and_always_do_what_they_say(tmp_path: Pat
     args = ("--allow-write", "--workspace", str(workspace))
     with MockServer(app) as server, chat(server.base_url, "anthropic:claude-h8", *args) as session:
         session.say("write note 1")
-        session.expect(r'^tool write_file \{"path": ?"note1.txt"')
         session.expect(
             r"allow write_file\(path='note1.txt', content='text 1'\)\? "
             r"\[y\]es / \[n\]o / \[a\]lways this session:"
         )
         session.say("y")
+        session.expect(r'^tool write_file \{"path": ?"note1.txt"')
         session.expect(r"wrote 6 characters to note1.txt")
         session.expect(r"^Mock answer: write note 1$")
         session.prompt()

@@ -221,10 +221,13 @@ def test_a_task_with_tool_calls_reads_the_workspace(mock: MockServer, tmp_path: 
     ]
     [call] = run.items("mcp_tool_call")
     assert started["id"] == call["id"] and started["status"] == "in_progress"
-    assert started["result"] is None
+    assert "result" not in started
     assert (call["server"], call["tool"], call["status"]) == ("refusals", "list_files", "completed")
-    assert call["result"] == {"content": [{"type": "text", "text": "notes.txt\nsrc/app.py"}]}
-    assert call["error"] is None
+    assert call["result"] == {
+        "content": [{"type": "text", "text": "notes.txt\nsrc/app.py"}],
+        "structured_content": None,
+    }
+    assert "error" not in call
     answer = run.of_type("item.completed")[-1]["item"]
     assert answer == {
         "id": answer["id"],

@@ -489,7 +489,7 @@ def test_a_declined_call_does_not_run_and_the_model_reads_that_the_user_declined
     assert "the user declined" in last.content
     outputs = [e.item for e in events if isinstance(e, ItemCompleted)]
     assert [i.type for i in outputs] == ["mcp_tool_call", "agent_message"]
-    assert outputs[0].data["status"] == "declined"
+    assert outputs[0].data["status"] == "failed" and outputs[0].data["declined"] is True
     assert outputs[0].data["error"] == {"message": declined_message("save")}
 
 

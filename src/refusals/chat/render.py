@@ -231,6 +231,9 @@ class Renderer:
             text = sanitize(str(data.get("text", "")), max_chars=400)
             self.line(f"thinking: {text}", HINT_STYLE)
         elif item.type in ("command_execution", "file_change", "mcp_tool_call"):
+            if item.type == "file_change":
+                # A file change comes once, done (as in Codex): its call line comes here.
+                self.line(tool_call_line(item) or "", TOOL_STYLE)
             output, failed = tool_output_text(item)
             self._tool_output(output, failed)
         elif item.type == "subagent":

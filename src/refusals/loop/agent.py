@@ -549,7 +549,8 @@ class Agent:
             shown = arguments if isinstance(arguments, dict) else call.arguments
             kind, data = tool_item(call.id, call.name, shown)
             item = self._item(turn, kind, data)
-            self.emit(ItemStarted(_snapshot(item)))
+            if kind != "file_change":  # as in Codex: a file change is sent once, done
+                self.emit(ItemStarted(_snapshot(item)))
             result = await self._approved_call(call)
             results[index] = result
             complete_tool_item(

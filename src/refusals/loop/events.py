@@ -22,7 +22,7 @@ JsonObject = dict[str, Any]
 ItemType = Literal[
     "agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "subagent"
 ]
-ToolStatus = Literal["in_progress", "completed", "failed", "declined"]
+ToolStatus = Literal["in_progress", "completed", "failed"]
 
 TOOL_SERVER = "refusals"
 """The `server` of an `mcp_tool_call` item for the workspace's own tools."""
@@ -31,12 +31,16 @@ Scope = Literal["session", "subagent"]
 
 
 def usage_json(usage: Usage) -> JsonObject:
-    """Token counts under Codex's names, plus the cache writes Anthropic reports."""
+    """Token counts under Codex's names (`cache_write_input_tokens` among them), with
+    the cache writes under Claude Code's name too."""
     return {
         "input_tokens": usage.input_tokens,
         "cached_input_tokens": usage.cache_read_tokens,
         "output_tokens": usage.output_tokens,
+        "cache_write_input_tokens": usage.cache_creation_tokens,
         "cache_creation_input_tokens": usage.cache_creation_tokens,
+        # Providers count reasoning inside output tokens, and not all of them apart.
+        "reasoning_output_tokens": 0,
     }
 
 
@@ -105,11 +109,11 @@ def tool_item(call_id: str, name: str, arguments: object) -> tuple[ItemType, Jso
     """
     args = arguments if isinstance(arguments, dict) else {}
     if name == "run_command":
+        # `exit_code` comes when the command exits (absent while it runs, as in Codex).
         return "command_execution", {
             "call_id": call_id,
             "command": str(args.get("command", "")),
             "aggregated_output": "",
-            "exit_code": None,
             "status": "in_progress",
         }
     if name in _FILE_TOOLS:
@@ -124,8 +128,6 @@ def tool_item(call_id: str, name: str, arguments: object) -> tuple[ItemType, Jso
         "server": TOOL_SERVER,
         "tool": name,
         "arguments": arguments,
-        "result": None,
-        "error": None,
         "status": "in_progress",
     }
 
@@ -135,7 +137,10 @@ def complete_tool_item(
 ) -> None:
     """Fill in a tool item (from `tool_item`) with the call's result."""
     fields = item.data
-    status: ToolStatus = "declined" if declined else ("failed" if is_error else "completed")
+    # Codex has no "declined" status: a call the user declined failed, and says why.
+    status: ToolStatus = "failed" if is_error else "completed"
+    if declined:
+        fields["declined"] = True
     extra = data or {}
     if item.type == "command_execution":
         exit_code = extra.get("exit_code")
@@ -153,7 +158,10 @@ def complete_tool_item(
     elif is_error:
         fields["error"] = {"message": output}
     else:
-        fields["result"] = {"content": [{"type": "text", "text": output}]}
+        fields["result"] = {
+            "content": [{"type": "text", "text": output}],
+            "structured_content": None,
+        }
     fields["status"] = status
 
 

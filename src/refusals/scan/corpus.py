@@ -351,7 +351,9 @@ def exec_run(thread: str, outcome: str, root: Path = FIXTURES) -> Iterator[dict[
         "input_tokens": 20,
         "cached_input_tokens": 0,
         "output_tokens": 7,
+        "cache_write_input_tokens": 0,
         "cache_creation_input_tokens": 0,
+        "reasoning_output_tokens": 0,
     }
     if outcome == "success":
         item = {"id": "item_1", "type": "agent_message", "text": "Done."}
