@@ -50,18 +50,26 @@ def test_a_fallback_that_answers_is_an_event_and_the_final_event_names_who_serve
     run = chain(mock, "refusal", "answer")
     assert run.exit_code == 0
     hop = run.one("fallback")
+    primary, fallback = ANTHROPIC.model("refusal"), ANTHROPIC.model("answer")
     assert hop == {
         "type": "fallback",
         "outcome": "answered",
-        "direction": "to_fallback",
+        "direction": "retry",
         "source": "client",
-        "original_model": ANTHROPIC.model("refusal"),
-        "fallback_model": ANTHROPIC.model("answer"),
+        "original_model": primary,
+        "fallback_model": fallback,
         "trigger": "refusal",
         "category": "cyber",
+        "explanation": (
+            "This request triggered the mock provider's refusal scenario and was declined."
+        ),
+        "request_id": "msg_mock_000001",
         "fallback_scope": "turn",
         "scope": "session",
+        "refused_item_id": run.one("turn.started")["prompt_item_id"],
+        "retracted_item_ids": [],
         "error": None,
+        "content": f"fallback: {primary} declined (category: cyber); {fallback} answered",
     }
     done = run.events[-1]
     assert done["served_by"] == ANTHROPIC.model("answer")
@@ -151,9 +159,19 @@ def test_a_turn_scoped_chain_going_back_to_its_primary_is_reported(mock: MockSer
     asyncio.run(asyncio.wait_for(two_turns(), 20))
     hops = [e.to_json() for e in events if isinstance(e, FallbackReported)]
     assert [(h["outcome"], h["direction"]) for h in hops] == [
-        ("answered", "to_fallback"),
-        ("returned", "to_primary"),
-        ("answered", "to_fallback"),
+        ("answered", "retry"),
+        ("returned", "revert"),
+        ("answered", "retry"),
     ]
     assert hops[1]["original_model"] == "anthropic:mock-refusal"
     assert hops[1]["fallback_model"] == "anthropic:mock-answer"
+
+
+def test_a_hop_after_partial_output_names_the_items_it_withdrew(mock: MockServer) -> None:
+    run = chain(mock, "refusal-mid-stream", "answer")
+    assert run.exit_code == 0
+    hop = run.one("fallback")
+    fragment = run.items("agent_message")[0]
+    assert fragment["retracted"] is True
+    assert hop["retracted_item_ids"] == [fragment["id"]]
+    assert hop["refused_item_id"] == run.one("turn.started")["prompt_item_id"]

@@ -386,8 +386,15 @@ def test_hop_records_are_json_with_from_to_and_trigger_category(app: MockApp) ->
         "type": "fallback",
         "from": {"model": "mock:refusal"},
         "to": {"model": "mock:answer"},
-        "trigger": {"type": "refusal", "category": "cyber"},
+        "trigger": {
+            "type": "refusal",
+            "category": "cyber",
+            "explanation": (
+                "This request triggered the mock provider's refusal scenario and was declined."
+            ),
+        },
         "source": "client",
+        "request_id": "msg_mock_000001",
         # The declined call's tokens (the response's usage is the answering hop's).
         "usage": {
             "input_tokens": record["usage"]["input_tokens"],

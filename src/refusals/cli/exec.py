@@ -180,33 +180,11 @@ class HumanRenderer:
 
 
 def fallback_line(event: FallbackReported) -> str | None:
-    """One line for a fallback hop (from, to, why, how it went); None for the events the
-    notice already covers (no fallback to go to)."""
-
-    def name(model: str | None) -> str:
-        return sanitize(model or "?", single_line=True)
-
-    where = " (subagent)" if event.scope == "subagent" else ""
-    if event.outcome == "returned":
-        return (
-            f"fallback{where}: back to {name(event.original_model)} for this turn "
-            f"(from {name(event.fallback_model)})"
-        )
+    """One line for a fallback hop (from, to, why, how it went); None for a decline with
+    no fallback, which the notice right after covers."""
     if event.outcome == "no_fallback":
         return None
-    why = "declined" if event.trigger == "refusal" else "was filtered"
-    if event.category:
-        why += f" (category: {sanitize(event.category, single_line=True)})"
-    to = name(event.fallback_model)
-    how = {
-        "answered": f"{to} answered",
-        "declined": f"{to} declined too",
-        "failed": f"{to} could not be asked ("
-        + sanitize(event.error or "the request failed", max_chars=200, single_line=True)
-        + ")",
-    }[event.outcome]
-    side = " (provider-side fallback)" if event.source == "server" else ""
-    return f"fallback{where}: {name(event.original_model)} {why}; {how}{side}"
+    return sanitize(event.content, max_chars=400, single_line=True)
 
 
 def _count(number: int, noun: str) -> str:

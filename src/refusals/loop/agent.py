@@ -188,6 +188,8 @@ class Agent:
         # (Each entry: the client's attempt count when that call started.)
         self._in_flight = in_flight if in_flight is not None else []
         self._streamed: Item | None = None
+        self._seam_retracted: list[str] = []
+        """Items the last call's fallback seams withdrew (the declined partial output)."""
         """The agent_message item the current step streamed, if any."""
         if isinstance(subagents, SubagentPolicy):
             subagents = Subagents(subagents)
@@ -308,7 +310,7 @@ class Agent:
                 self.emit(
                     FallbackReported(
                         "returned",
-                        "to_primary",
+                        "revert",
                         "client",
                         original_model=after,
                         fallback_model=before,
@@ -349,7 +351,7 @@ class Agent:
             add_usage(self.usage, step.response.usage)
             served = self._served_by(step.response)
             add_usage(self.model_usage.setdefault(served, Usage()), step.response.usage)
-            for model, spent in self._report_fallbacks(step):
+            for model, spent in self._report_fallbacks(step, turn.prompt_id):
                 # A declined hop's tokens: spent, though the response is the last hop's.
                 add_usage(turn.usage, spent)
                 add_usage(self.usage, spent)
@@ -395,8 +397,10 @@ class Agent:
             if streamed:
                 item = streamed.pop()
                 item.data.update(cut_off=True, retracted=True)
+                self._seam_retracted.append(item.id)
                 self.emit(ItemCompleted(item))
 
+        self._seam_retracted = []
         started = len(self.client.attempts)
         self._in_flight.append(started)
         began = time.monotonic()
@@ -663,7 +667,7 @@ class Agent:
         if isinstance(event, RefusalReported | FallbackReported):
             self.emit(event)
 
-    def _report_fallbacks(self, step: Step) -> list[tuple[str, Usage]]:
+    def _report_fallbacks(self, step: Step, prompt_id: str) -> list[tuple[str, Usage]]:
         """A `fallback` event for each hop the response records, and one saying there
         was none to go to when a refused or filtered step had no hop at all; the tokens
         each declined client-side hop spent, by model."""
@@ -689,7 +693,7 @@ class Agent:
             self.emit(
                 FallbackReported(
                     outcome,
-                    "to_fallback",
+                    "retry",
                     "client" if client_side else "server",
                     original_model=hop["from"],
                     fallback_model=hop["to"],
@@ -698,6 +702,11 @@ class Agent:
                     fallback_scope=chain_scope if client_side else None,
                     scope=self.scope,
                     error=hop["error"],
+                    request_id=hop["request_id"],
+                    explanation=hop["explanation"],
+                    refused_item_id=prompt_id,
+                    # The partial output withdrawn at the seams goes with the first hop.
+                    retracted_item_ids=self._seam_retracted if index == 0 else [],
                 )
             )
         if blocked and not hops and not response.served_by_fallback:
@@ -705,7 +714,7 @@ class Agent:
             self.emit(
                 FallbackReported(
                     "no_fallback",
-                    "to_fallback",
+                    "retry",
                     None,
                     original_model=self._served_by(response),
                     fallback_model=None,
@@ -717,6 +726,11 @@ class Agent:
                     else None,
                     fallback_scope=chain_scope,
                     scope=self.scope,
+                    request_id=response.request_id,
+                    explanation=refusal_explanation(response)
+                    if response.finish_reason is FinishReason.REFUSAL
+                    else (stop.explanation if stop is not None else None),
+                    refused_item_id=prompt_id,
                 )
             )
         return spent
@@ -812,6 +826,8 @@ def _hop(value: Any) -> dict[str, Any] | None:
     kind_of = trigger.get("type")
     category = trigger.get("category")
     error = value.get("error")
+    explanation = trigger.get("explanation")
+    request_id = value.get("request_id")
     counts = value.get("usage")
     usage: Usage | None = None
     if isinstance(counts, dict):
@@ -829,6 +845,8 @@ def _hop(value: Any) -> dict[str, Any] | None:
         "trigger": kind_of if kind_of in ("refusal", "content_filter") else None,
         "category": category if isinstance(category, str) else None,
         "error": error if isinstance(error, str) else None,
+        "explanation": explanation if isinstance(explanation, str) else None,
+        "request_id": request_id if isinstance(request_id, str) else None,
     }
 
 

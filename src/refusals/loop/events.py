@@ -296,18 +296,19 @@ FallbackOutcome = Literal["answered", "declined", "failed", "no_fallback", "retu
 
 @dataclass(slots=True)
 class FallbackReported(Event):
-    """One fallback hop, or a decline with no fallback to go to.
+    """One fallback hop, or a decline with no fallback to go to: a superset of Claude
+    Code's `model_refusal_fallback` and `model_refusal_no_fallback` messages.
 
     `outcome`: the fallback `answered`, also `declined`, could not be asked (`failed`,
-    with `error`), there was `no_fallback` (none configured, or none left), or a
-    turn-scoped chain `returned` to its primary at a new turn (`direction`
-    `to_primary`). `source` says where the hop ran: the `client` chain
-    (`--fallback-model`) or the provider's `server` (Anthropic fallbacks).
+    with `error`), there was `no_fallback` (none configured, none left, or the policy
+    said stop), or a turn-scoped chain `returned` to its primary at a new turn
+    (`direction` `revert`; a hop is `retry`, as Claude Code names them). `source` says
+    where the hop ran: the `client` chain or the provider's `server` (Anthropic).
     """
 
     type: ClassVar[str] = "fallback"
     outcome: FallbackOutcome
-    direction: Literal["to_fallback", "to_primary"]
+    direction: Literal["retry", "revert"]
     source: Literal["client", "server"] | None
     original_model: str | None
     fallback_model: str | None
@@ -316,6 +317,33 @@ class FallbackReported(Event):
     fallback_scope: Literal["turn", "session"] | None
     scope: Scope
     error: str | None = None
+    request_id: str | None = None
+    """The declined response's request id."""
+    explanation: str | None = None
+    """The provider's explanation of the decline (display only)."""
+    refused_item_id: str | None = None
+    retracted_item_ids: list[str] = field(default_factory=list)
+    """Items this hop withdrew: the declined model's partial output."""
+
+    @property
+    def content(self) -> str:
+        """The event in one sentence, as human mode prints it (provider text unsanitised)."""
+        where = " (subagent)" if self.scope == "subagent" else ""
+        original, fallback = self.original_model or "?", self.fallback_model or "?"
+        if self.outcome == "returned":
+            return f"fallback{where}: back to {original} for this turn (from {fallback})"
+        why = "declined" if self.trigger == "refusal" else "was filtered"
+        if self.category:
+            why += f" (category: {self.category})"
+        if self.outcome == "no_fallback":
+            return f"fallback{where}: {original} {why}; no fallback model to ask"
+        how = {
+            "answered": f"{fallback} answered",
+            "declined": f"{fallback} declined too",
+            "failed": f"{fallback} could not be asked ({self.error or 'the request failed'})",
+        }[self.outcome]
+        side = " (provider-side fallback)" if self.source == "server" else ""
+        return f"fallback{where}: {original} {why}; {how}{side}"
 
     def to_json(self) -> JsonObject:
         return {
@@ -327,9 +355,14 @@ class FallbackReported(Event):
             "fallback_model": self.fallback_model,
             "trigger": self.trigger,
             "category": self.category,
+            "explanation": self.explanation,
+            "request_id": self.request_id,
             "fallback_scope": self.fallback_scope,
             "scope": self.scope,
+            "refused_item_id": self.refused_item_id,
+            "retracted_item_ids": list(self.retracted_item_ids),
             "error": self.error,
+            "content": self.content,
         }
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from refusals.model import Fallback, FinishReason, LLMResponse, StopDetails
+from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam, StreamEvent, Verdict
 from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
@@ -164,6 +165,9 @@ def hop_detail(
         "type": "refusal" if blocked.finish_reason is FinishReason.REFUSAL else "content_filter",
         "category": _category(blocked),
     }
+    explanation = refusal_explanation(blocked)
+    if explanation is not None:
+        trigger["explanation"] = explanation
     detail: dict[str, Any] = {
         "type": "fallback" if failed is None else "fallback_failed",
         "from": {"model": from_model},
@@ -173,6 +177,8 @@ def hop_detail(
     }
     if prefill:
         detail["prefill"] = True
+    if blocked.request_id is not None:
+        detail["request_id"] = blocked.request_id
     if failed is not None:
         error = failed.error
         detail["error"] = (error.message if error is not None else None) or "the request failed"
