@@ -55,3 +55,20 @@ def test_the_notice_is_printed_whole_on_one_line_however_narrow_the_console() ->
     renderer, out = _renderer(width=40)
     renderer(TurnFailed(NOTICE, Outcome.REFUSED))
     assert out.getvalue().splitlines()[0] == NOTICE
+
+
+def test_a_write_that_replaced_a_file_is_still_shown_as_write_file() -> None:
+    from refusals.chat.render import tool_call_line  # noqa: PLC0415
+    from refusals.loop.events import Item, complete_tool_item, tool_item  # noqa: PLC0415
+
+    kind, data = tool_item("call_1", "write_file", {"path": "old.txt", "content": "x"})
+    item = Item("item_1", kind, data)
+    complete_tool_item(
+        item,
+        "wrote 1 characters to old.txt",
+        is_error=False,
+        declined=False,
+        data={"path": "old.txt", "kind": "update"},
+    )
+    assert item.data["changes"] == [{"path": "old.txt", "kind": "update"}]
+    assert tool_call_line(item) == 'tool write_file {"path":"old.txt"}'

@@ -292,7 +292,7 @@ def tool_call_line(item: Item) -> str | None:
         name, arguments = "run_command", {"command": data.get("command", "")}
     elif item.type == "file_change":
         changes = data.get("changes") or [{}]
-        name = "edit_file" if changes[0].get("kind") == "update" else "write_file"
+        name = str(data.get("tool", "write_file"))
         arguments = {"path": changes[0].get("path", "")}
     elif item.type == "mcp_tool_call":
         name, arguments = str(data.get("tool", "")), data.get("arguments")

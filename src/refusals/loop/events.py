@@ -120,6 +120,7 @@ def tool_item(call_id: str, name: str, arguments: object) -> tuple[ItemType, Jso
         kind = "update" if name == "edit_file" else "add"
         return "file_change", {
             "call_id": call_id,
+            "tool": name,
             "changes": [{"path": str(args.get("path", "")), "kind": kind}],
             "status": "in_progress",
         }
