@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 
@@ -40,7 +41,8 @@ def test_info_logging_shows_each_request_without_its_query_string() -> None:
     assert process.stderr is not None and process.stdout is not None
     # uvicorn writes its access lines to stdout, everything else to stderr.
     logged = process.stdout.read() + process.stderr.read()
-    assert "/v1beta/models/mock-answer%3AgenerateContent?[query omitted]" in logged
+    # uvicorn up to 0.54 quotes the colon in the path it logs, 0.55 does not.
+    assert re.search(r"/v1beta/models/mock-answer(%3A|:)generateContent\?\[query omitted\]", logged)
     assert GEMINI_KEY not in logged and "SENTINEL" not in logged
 
 
