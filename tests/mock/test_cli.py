@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from refusals.cli.mock_server import is_loopback
 from refusals.mock import SCENARIOS
+from refusals.serving import is_loopback
 
 START_SECONDS = 20.0
 STOP_SECONDS = 15.0

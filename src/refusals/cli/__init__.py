@@ -53,6 +53,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Serve every provider's wire format on 127.0.0.1, "
         "with refusal, filter and fault scenarios.",
     ),
+    "proxy": (
+        "refusals.cli.proxy",
+        "proxy_command",
+        "A gateway for any tool: refused prompts answered from memory, never resent.",
+    ),
     "scan": (
         "refusals.cli.scan",
         "scan_command",
@@ -137,6 +142,8 @@ Commands:
                error body.
   mock-server  Serve every provider's wire format on 127.0.0.1, with refusal,
                filter and fault scenarios.
+  proxy        A gateway for any tool: refused prompts answered from memory,
+               never resent.
   scan         Count refusals and filter stops across recorded responses and
                logs.
 """

@@ -9,7 +9,6 @@ cleanly (exit 0).
 
 from __future__ import annotations
 
-import ipaddress
 import signal
 import sys
 import threading
@@ -23,19 +22,10 @@ from refusals.mock.app import MockApp
 from refusals.mock.rules import ScenarioFileError
 from refusals.mock.scenarios import SCENARIOS
 from refusals.mock.server import MockServer
+from refusals.serving import is_loopback
 
 EXIT_USAGE = 2
 DEFAULT_PORT = 8765
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` names this machine only (`localhost`, 127.0.0.0/8, `::1`)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _fail(message: str) -> NoReturn:

@@ -25,11 +25,10 @@ import logging
 import sys
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
@@ -42,10 +41,15 @@ from refusals.model import (
     close_truncated_json,
 )
 from refusals.providers import NormalizeError, normalize
-from refusals.providers.fingerprint import conversation_fingerprint
+from refusals.providers.fingerprint import conversation_fingerprint, non_streaming_path
 from refusals.refusal import notice as notice_of
 from refusals.stream import Verdict
-from refusals.transport.streams import StreamDecoder
+from refusals.transport.streams import (
+    STREAM_MEDIA_TYPES,
+    StreamDecoder,
+    body_decompressor,
+    media_type,
+)
 
 __all__ = [
     "VERDICT_EXTENSION",
@@ -65,22 +69,6 @@ VOLATILE_FIELDS: frozenset[str] = frozenset({"stream", "stream_options", "metada
 """Top-level body fields left out of a request's identity: asking for the same prompt
 streamed or not, or with other bookkeeping, is still the same prompt."""
 
-# The same call, streamed: the path names the streaming variant in these APIs.
-_STREAM_PATHS = (
-    (":streamGenerateContent", ":generateContent"),
-    ("/converse-stream", "/converse"),
-    ("/invoke-with-response-stream", "/invoke"),
-)
-
-_STREAM_TYPES = frozenset(
-    {
-        "text/event-stream",
-        "application/vnd.amazon.eventstream",
-        "application/x-ndjson",
-        "application/jsonl",
-        "application/x-jsonlines",
-    }
-)
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """A full body larger than this is passed through unclassified rather than copied."""
@@ -127,11 +115,7 @@ def request_identity(
         dropped = frozenset(volatile)
         decoded = {key: value for key, value in decoded.items() if key not in dropped}
     parsed = httpx.URL(str(url))
-    path = parsed.path
-    for streaming, plain in _STREAM_PATHS:
-        if path.endswith(streaming):
-            path = path[: -len(streaming)] + plain
-            break
+    path = non_streaming_path(parsed.path)
     # The conversation, not the raw JSON: the same prompt with another max_tokens, or as
     # a list of text parts, is the same prompt.
     digest = conversation_fingerprint(decoded, path)
@@ -304,24 +288,6 @@ class RefusalGuard:
 
 
 OnVerdict = Callable[[ResponseVerdict], None]
-
-
-def _media_type(headers: Any) -> str:
-    value = headers.get("content-type") or ""
-    return str(value).split(";", 1)[0].strip().lower()
-
-
-def _decompressor(headers: Any) -> Any | Literal[False] | None:
-    """A zlib decompressor for the body's coding, None for none, False when unsupported."""
-    coding = str(headers.get("content-encoding") or "").strip().lower()
-    if coding in ("", "identity"):
-        return None
-    if coding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(zlib.MAX_WBITS | 16)
-    if coding == "deflate":
-        # Servers send zlib-wrapped or gzip data under this name; accept both.
-        return zlib.decompressobj(zlib.MAX_WBITS | 32)
-    return False
 
 
 class _Observer:
@@ -674,7 +640,7 @@ class RefusalTransport(_TransportBase):
 
     def identity(self, request: Any) -> RequestIdentity | None:
         """The identity this transport gives `request` (its body must have been read)."""
-        content_type = _media_type(request.headers)
+        content_type = media_type(request.headers)
         if content_type and content_type != "application/json" and "+json" not in content_type:
             return None
         return request_identity(
@@ -710,15 +676,15 @@ class RefusalTransport(_TransportBase):
         return observed
 
     def _observe(self, request: Any, identity: RequestIdentity | None, response: Any) -> Any:
-        media = _media_type(response.headers)
+        media = media_type(response.headers)
         status = int(response.status_code)
-        streamed = media in _STREAM_TYPES or (
+        streamed = media in STREAM_MEDIA_TYPES or (
             media == "application/json" and request.url.path.endswith(":streamGenerateContent")
         )
         is_json = media == "application/json" or media.endswith("+json")
         if not (streamed or is_json or status >= 400):
             return response
-        decompress = _decompressor(response.headers)
+        decompress = body_decompressor(response.headers)
         bases = _stream_bases(response)
         if decompress is False or bases is None:
             return response

@@ -8,58 +8,8 @@ with MockServer() as server:        # 127.0.0.1, a free port
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
-from types import TracebackType
-from typing import Any
-
 from refusals.mock.app import MockApp, Receive, Scope, Send, StreamReset
-
-START_TIMEOUT_SECONDS = 10.0
-STOP_TIMEOUT_SECONDS = 10.0
-
-_INCOMPLETE = "ASGI callable returned without completing response."
-
-
-class _ResetIsIntended(logging.Filter):
-    """Drops uvicorn's complaint about a response cut short: `reset-mid-stream` does it."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != _INCOMPLETE
-
-
-logging.getLogger("uvicorn.error").addFilter(_ResetIsIntended())
-
-
-class _NoQueryStrings(logging.Filter):
-    """Cuts the query string from uvicorn's access lines: Gemini's `?key=` is a secret,
-    and no other value there is worth a log line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        args = record.args
-        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
-            path, mark, _ = args[2].partition("?")
-            if mark:
-                record.args = (*args[:2], f"{path}?[query omitted]", *args[3:])
-        return True
-
-
-logging.getLogger("uvicorn.access").addFilter(_NoQueryStrings())
-
-
-class _StartupErrors(logging.Filter):
-    """Holds back uvicorn's errors while it starts, so a failure is reported once, by us."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.ERROR:
-            self.messages.append(record.getMessage())
-            return False
-        return True
+from refusals.serving import BackgroundServer
 
 
 class _Served:
@@ -75,7 +25,7 @@ class _Served:
             return  # uvicorn closes a connection whose response did not complete
 
 
-class MockServer:
+class MockServer(BackgroundServer):
     """A running mock on `host:port` (port 0: a free one); use it as a context manager."""
 
     def __init__(
@@ -86,68 +36,4 @@ class MockServer:
         log_level: str = "warning",
     ) -> None:
         self.app = app if app is not None else MockApp()
-        self.host = host
-        self._requested_port = port
-        self._log_level = log_level
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self.port = port
-
-    @property
-    def base_url(self) -> str:
-        """`http://HOST:PORT`, no trailing slash."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    def start(self) -> MockServer:
-        import uvicorn  # noqa: PLC0415 - loaded only when a server runs
-
-        config = uvicorn.Config(
-            _Served(self.app),
-            host=self.host,
-            port=self._requested_port,
-            log_level=self._log_level,
-            lifespan="off",
-            access_log=self._log_level in ("info", "debug"),
-            timeout_graceful_shutdown=2,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, name="refusals-mock-server", daemon=True
-        )
-        errors = _StartupErrors()
-        logger = logging.getLogger("uvicorn.error")
-        logger.addFilter(errors)
-        try:
-            self._thread.start()
-            deadline = time.monotonic() + START_TIMEOUT_SECONDS
-            while not self._server.started:
-                if not self._thread.is_alive() or time.monotonic() > deadline:
-                    self.stop()
-                    reason = errors.messages[-1] if errors.messages else "it did not start"
-                    raise RuntimeError(reason)
-                time.sleep(0.01)
-        finally:
-            logger.removeFilter(errors)
-        sockets = [s for server in self._server.servers for s in server.sockets]
-        self.port = int(sockets[0].getsockname()[1])
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(STOP_TIMEOUT_SECONDS)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> MockServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        super().__init__(_Served(self.app), host, port, log_level, name="refusals-mock-server")

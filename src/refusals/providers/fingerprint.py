@@ -22,13 +22,28 @@ from urllib.parse import unquote
 
 import orjson
 
-__all__ = ["conversation_fingerprint"]
+__all__ = ["conversation_fingerprint", "non_streaming_path"]
 
 # The model named by the path (Gemini, Vertex, Bedrock), not the body.
 _PATH_MODEL = re.compile(r"/models/([^/:]+)(?::|$)|/model/([^/]+)/")
 _ROLES = {"model": "assistant", "developer": "system", "human": "user", "chatbot": "assistant"}
 _TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _NOT_CONTENT = frozenset({"id", "cache_control", "call_id", "tool_call_id", "citations"})
+# The same call, streamed: the path names the streaming variant in these APIs.
+_STREAM_PATHS = (
+    (":streamGenerateContent", ":generateContent"),
+    ("/converse-stream", "/converse"),
+    ("/invoke-with-response-stream", "/invoke"),
+)
+
+
+def non_streaming_path(path: str) -> str:
+    """`path` with a streaming endpoint named as its non-streaming twin (Gemini's
+    `:streamGenerateContent`, Bedrock's `/converse-stream`...): the same prompt."""
+    for streaming, plain in _STREAM_PATHS:
+        if path.endswith(streaming):
+            return path[: -len(streaming)] + plain
+    return path
 
 
 def conversation_fingerprint(body: Any, path: str = "") -> str | None:

@@ -40,6 +40,7 @@ LAYOUTS = (
     "anthropic-batch",
     "stream",
     "exec-events",
+    "proxy-log",
 )
 """Values of `--format`: `auto` recognises each file's layout (docs/scan.md)."""
 
@@ -208,6 +209,45 @@ def _read_stop_fields(response: LLMResponse) -> StopFields:
         return _NO_STOP
     category = stop.category or (", ".join(stop.categories) if stop.categories else None)
     return category, stop.explanation, stop.recommended_model
+
+
+PROXY_VERDICT = "proxy.verdict"
+"""The `type` of a `refusals proxy` log line (docs/proxy.md)."""
+
+_PROXY_TEXT = ("provider", "model", "raw_finish_reason", "category", "explanation", "notice")
+
+
+def proxy_record(obj: JsonObject, *, source: str, line: int) -> ScanRecord:
+    """The record of one `refusals proxy` log line: the proxy wrote the verdict with
+    `record_from_response`, so the line is read back field by field."""
+    if obj.get("type") != PROXY_VERDICT:
+        raise BadRecord(f"expected a {PROXY_VERDICT} line, got type {obj.get('type')!r}")
+    finish = obj.get("finish_reason")
+    if finish not in _FINISH_VALUES:
+        raise BadRecord(f"a {PROXY_VERDICT} line with finish_reason {finish!r}")
+    for name in _PROXY_TEXT:
+        if obj.get(name) is not None and type(obj[name]) is not str:
+            raise BadRecord(f"a {PROXY_VERDICT} line whose {name} is not a string")
+    stage = obj.get("stage")
+    record_id = obj.get("id")
+    return ScanRecord(
+        source,
+        line,
+        record_id if type(record_id) is str else None,
+        "proxy-log",
+        obj.get("provider"),
+        obj.get("model"),
+        str(finish),
+        obj.get("raw_finish_reason"),
+        obj.get("category"),
+        obj.get("explanation"),
+        obj.get("notice"),
+        stage if stage in ("prompt", "output") else None,
+        obj.get("served_by_fallback") is True,
+        obj.get("recommended_model") if type(obj.get("recommended_model")) is str else None,
+        _int(obj.get("input_tokens")),
+        _int(obj.get("output_tokens")),
+    )
 
 
 def _served_by_fallback(response: LLMResponse) -> bool:
@@ -552,7 +592,7 @@ class Classifier:
         self.layout = layout
         self.forced = forced
         # Exec runs span lines, so their events always take the dict path.
-        self.typed = typed and layout != "exec-events"
+        self.typed = typed and layout not in ("exec-events", "proxy-log")
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
 
@@ -582,9 +622,14 @@ class Classifier:
                         return _openai_batch_typed(envelope)
                 kind = envelope.type
                 if type(kind) is str and (
-                    kind in _EXEC_TYPES or kind == "refusal" or kind.startswith("item.")
+                    kind in _EXEC_TYPES
+                    or kind == "refusal"
+                    or kind.startswith("item.")
+                    or kind == PROXY_VERDICT
                 ):
-                    return None  # exec events are stateful: the dict path reads them
+                    # Exec events are stateful, proxy lines hold their verdict: the dict
+                    # path reads both.
+                    return None
                 layout = "json" if layout == "json" else "jsonl"
             elif layout == "openai-batch":
                 return _openai_batch_typed(envelope)
@@ -637,6 +682,8 @@ class Classifier:
             response, custom_id = anthropic_batch_response(obj)
         elif layout == "exec-events":
             return self._exec_event(obj, line)
+        elif layout == "proxy-log":
+            return proxy_record(obj, source=self.source, line=line)
         else:
             response, custom_id = _normalize(obj), None
         return record_from_response(
@@ -650,6 +697,8 @@ class Classifier:
             if "response" in obj or "error" in obj:
                 return "openai-batch"
         kind = obj.get("type")
+        if kind == PROXY_VERDICT:
+            return "proxy-log"
         if type(kind) is str and (
             kind in _EXEC_TYPES or kind in ("refusal", "fallback") or kind.startswith("item.")
         ):

@@ -38,7 +38,7 @@ MIN_BOMB_BYTES = 1 << 30
 """...once it has inflated past 1 GiB (real logs compress 5-50 times)."""
 READ_BYTES = 1024 * 1024
 
-LINE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch", "exec-events"})
+LINE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch", "exec-events", "proxy-log"})
 # Parts of a file scanned apart must not share state; an exec run spans lines.
 SPLITTABLE_LAYOUTS = frozenset({"jsonl", "openai-batch", "anthropic-batch"})
 
@@ -230,6 +230,8 @@ def sniff_layout(head: bytes) -> str:
         if "custom_id" in first and ("response" in first or "error" in first):
             return "openai-batch"
         kind = first.get("type")
+        if kind == "proxy.verdict":
+            return "proxy-log"
         if isinstance(kind, str) and kind.startswith(("thread.", "turn.", "item.", "refusal")):
             return "exec-events"
     return "jsonl"

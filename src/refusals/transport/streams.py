@@ -46,6 +46,37 @@ from refusals.transport.framing import (
     SSEParser,
 )
 
+STREAM_MEDIA_TYPES = frozenset(
+    {
+        "text/event-stream",
+        "application/vnd.amazon.eventstream",
+        "application/x-ndjson",
+        "application/jsonl",
+        "application/x-jsonlines",
+    }
+)
+"""Content types of a streamed provider response."""
+
+
+def media_type(headers: Any) -> str:
+    """The `content-type` of a headers mapping, without parameters, lower-cased."""
+    value = headers.get("content-type") or ""
+    return str(value).split(";", 1)[0].strip().lower()
+
+
+def body_decompressor(headers: Any) -> Any | Literal[False] | None:
+    """A zlib decompressor for the body's coding, None for none, False when unsupported."""
+    coding = str(headers.get("content-encoding") or "").strip().lower()
+    if coding in ("", "identity"):
+        return None
+    if coding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if coding == "deflate":
+        # Servers send zlib-wrapped or gzip data under this name; accept both.
+        return zlib.decompressobj(zlib.MAX_WBITS | 32)
+    return False
+
+
 Framing = Literal["sse", "event-stream", "json-lines", "json-array"]
 _FRAMINGS: tuple[Framing, ...] = ("sse", "event-stream", "json-lines", "json-array")
 

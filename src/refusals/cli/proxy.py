@@ -1,0 +1,266 @@
+"""`refusals proxy`: the refusal-aware gateway on 127.0.0.1, for any tool to point at.
+
+The first line written to standard output is the base URL it listens on (with port 0
+a free one), so a script can read it. It binds only loopback addresses unless
+`--allow-remote` says otherwise: it forwards the credentials it is given. Ctrl-C or
+SIGTERM stops it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import NoReturn
+
+import click
+
+from refusals.cli._models import UsageError
+from refusals.serving import is_loopback
+
+EXIT_USAGE = 2
+DEFAULT_LISTEN = "127.0.0.1:8787"
+DEFAULT_UPSTREAMS = (
+    "anthropic=https://api.anthropic.com",
+    "openai=https://api.openai.com",
+    "gemini=https://generativelanguage.googleapis.com",
+)
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SIZES = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+}
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"refusals proxy: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `30m`, `1h`, `7d` → seconds."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", text.lower())
+    if found is None or float(found.group(1)) <= 0:
+        raise UsageError(f"--window {text!r} is not a duration (for example 90s, 30m, 1h, 7d)")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def parse_size(text: str) -> int:
+    """`1048576`, `512k`, `64MB`, `1g` → bytes."""
+    found = re.fullmatch(r"\s*(\d+)\s*([kmg]?b?)\s*", text.lower())
+    if found is None:
+        raise UsageError(f"--log-max-bytes {text!r} is not a size (for example 64MB, 512k)")
+    return int(found.group(1)) * _SIZES[found.group(2)]
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--listen {text!r} is not HOST:PORT (for example {DEFAULT_LISTEN})")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@click.command("proxy")
+@click.option(
+    "--listen", default=DEFAULT_LISTEN, show_default=True, metavar="HOST:PORT",
+    help="Address to listen on; port 0 picks a free one.",
+)  # fmt: skip
+@click.option(
+    "--upstream", "upstream_specs", multiple=True, metavar="NAME=URL",
+    help="A provider to forward to (repeatable). Default: anthropic, openai and gemini "
+    "at their public URLs.",
+)  # fmt: skip
+@click.option(
+    "--window", default="1h", show_default=True, metavar="DURATION",
+    help="How long a refused prompt stays blocked (90s, 30m, 1h, 7d).",
+)  # fmt: skip
+@click.option(
+    "--store", "store_spec", metavar="SPEC",
+    help="Where refused prompts are remembered: a SQLite path (default: in the state "
+    "directory) or redis://HOST:PORT/DB (refusals[redis]).",
+)  # fmt: skip
+@click.option(
+    "--state-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the store and the log [default: $XDG_STATE_HOME/refusals].",
+)  # fmt: skip
+@click.option(
+    "--log", "log_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="The verdict log, JSON lines that `refusals scan` reads [default: "
+    "proxy-verdicts.jsonl in the state directory].",
+)  # fmt: skip
+@click.option("--no-log", is_flag=True, help="Write no verdict log.")
+@click.option(
+    "--log-max-bytes", default="64MB", show_default=True, metavar="SIZE",
+    help="Rotate the log past this size.",
+)  # fmt: skip
+@click.option(
+    "--log-backups", default=5, show_default=True, type=click.IntRange(0, 1000),
+    help="Rotated logs kept (proxy-verdicts.jsonl.1 ...).",
+)  # fmt: skip
+@click.option(
+    "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
+    help="Seconds to wait for an upstream's next byte.",
+)  # fmt: skip
+@click.option("--allow-remote", is_flag=True, help="Allow a --listen host that is not loopback.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+    help="uvicorn's log level (info shows each request, query strings cut).",
+)
+def proxy_command(
+    *,
+    listen: str,
+    upstream_specs: tuple[str, ...],
+    window: str,
+    store_spec: str | None,
+    state_dir: Path | None,
+    log_file: Path | None,
+    no_log: bool,
+    log_max_bytes: str,
+    log_backups: int,
+    timeout: float,
+    allow_remote: bool,
+    log_level: str,
+) -> None:
+    """Forward model calls to their providers, and answer a resend of a refused or
+    filtered prompt with the recorded refusal instead of sending it again.
+
+    Point a tool at it with its base URL variable; the proxy forwards each call as it
+    came (credentials untouched, never logged), streams as they arrive, and reads every
+    answer on the fly. A resend of a refused prompt (same model and messages, within
+    --window) is answered with the provider's own refusal and the header
+    `x-refusals-resend-blocked: true`. The [policy] of refusals.toml can route a resend
+    to a fallback model instead. Set-up for Codex, Claude Code, Gemini CLI: docs/proxy.md.
+
+    \b
+    Examples:
+      refusals proxy                                   public Anthropic, OpenAI, Gemini
+      OPENAI_BASE_URL=http://127.0.0.1:8787/v1 codex exec "..."
+      ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude -p "..."
+      refusals proxy --upstream mock=http://127.0.0.1:8765 --listen 127.0.0.1:0
+      refusals scan ~/.local/state/refusals/proxy-verdicts.jsonl
+    """
+    try:
+        _run(
+            listen=listen,
+            upstream_specs=upstream_specs or DEFAULT_UPSTREAMS,
+            window=parse_duration(window),
+            store_spec=store_spec,
+            state_dir=state_dir,
+            log_file=None if no_log else log_file,
+            with_log=not no_log,
+            log_max_bytes=parse_size(log_max_bytes),
+            log_backups=log_backups,
+            timeout=timeout,
+            allow_remote=allow_remote,
+            log_level=log_level,
+        )
+    except UsageError as exc:
+        _fail(str(exc))
+
+
+def _run(
+    *,
+    listen: str,
+    upstream_specs: tuple[str, ...],
+    window: float,
+    store_spec: str | None,
+    state_dir: Path | None,
+    log_file: Path | None,
+    with_log: bool,
+    log_max_bytes: int,
+    log_backups: int,
+    timeout: float,
+    allow_remote: bool,
+    log_level: str,
+) -> None:
+    from refusals.cli._config import load_settings  # noqa: PLC0415 - loaded when it runs
+    from refusals.proxy import (  # noqa: PLC0415
+        ProxyApp,
+        ProxyServer,
+        RedisStore,
+        StoreError,
+        VerdictLog,
+        default_state_dir,
+        open_store,
+        parse_upstream,
+    )
+
+    host, port = parse_listen(listen)
+    if not is_loopback(host) and not allow_remote:
+        raise UsageError(
+            f"--listen {host} is not a loopback address, and the proxy forwards the keys "
+            "it is sent to anyone who can reach it; add --allow-remote to bind it anyway"
+        )
+    upstreams = []
+    for spec in upstream_specs:
+        try:
+            upstreams.append(parse_upstream(spec))
+        except ValueError as exc:
+            raise UsageError(f"--upstream {exc}") from None
+    names = [u.name for u in upstreams]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--upstream names one provider twice: {', '.join(names)}")
+    settings = load_settings(Path.cwd())
+    state = state_dir or default_state_dir()
+    try:
+        store = open_store(store_spec, state)
+        if isinstance(store, RedisStore):
+            store.check()
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    log = None
+    if with_log:
+        path = log_file or state / "proxy-verdicts.jsonl"
+        try:
+            log = VerdictLog(path, log_max_bytes, log_backups)
+        except OSError as exc:
+            raise UsageError(f"cannot open the log {path} ({exc.strerror})") from None
+    app = ProxyApp(
+        upstreams,
+        store,
+        window=window,
+        policy=settings.policy,
+        fallback_models=settings.fallback_models or (),
+        log=log,
+        timeout=timeout,
+    )
+    server = ProxyServer(app, host=host, port=port, log_level=log_level)
+    try:
+        server.start()
+    except (RuntimeError, OSError) as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc}") from None
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    click.echo(server.base_url)
+    for upstream in upstreams:
+        click.echo(f"  {upstream.name:<12} -> {upstream.url}", err=True)
+    click.echo(f"  store: {store.describe()}; window {window:g}s", err=True)
+    click.echo(f"  log:   {log.path if log is not None else 'off'}", err=True)
+    if settings.policy is not None:
+        click.echo(f"  policy from {settings.sources[0]}", err=True)
+    click.echo("Proxying; Ctrl-C stops it. Set-up for tools: docs/proxy.md", err=True)
+    sys.stdout.flush()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()
