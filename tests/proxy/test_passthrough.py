@@ -50,7 +50,8 @@ def _upstream_name(path: str) -> str:
     return "anthropic" if path.endswith("/messages") else "openai"
 
 
-def _log(tmp_path: Path) -> list[dict[str, object]]:
+def _log(proxy: ProxyServer, tmp_path: Path) -> list[dict[str, object]]:
+    assert proxy.app.log is not None and proxy.app.log.flush()
     lines = (tmp_path / "verdicts.jsonl").read_bytes().splitlines()
     return [orjson.loads(line) for line in lines]
 
@@ -85,7 +86,7 @@ def test_recorded_answers_pass_through_byte_for_byte_with_the_library_verdict(
         expected = decode_stream(upstream.body, provider)[0]
     else:
         expected = normalize(upstream.body, provider, status=status)
-    [line] = _log(tmp_path)
+    [line] = _log(proxy, tmp_path)
     assert line["finish_reason"] == expected.finish_reason.value
     assert line["resend_blocked"] is False
     blocked = expected.finish_reason.value in ("refusal", "content_filter")

@@ -48,6 +48,7 @@ def _ask(proxy: ProxyServer, model: str, text: str = "hi") -> anthropic.types.Me
 def test_the_log_is_what_scan_reads(mock: MockServer, proxy: ProxyServer, tmp_path: Path) -> None:
     for model in ("mock-refusal", "mock-refusal", "mock-answer", "mock-refusal-mid-stream"):
         _ask(proxy, model)
+    assert proxy.app.log is not None and proxy.app.log.flush()
     lines = [orjson.loads(x) for x in (tmp_path / "verdicts.jsonl").read_bytes().splitlines()]
     assert [line["resend_blocked"] for line in lines] == [False, True, False, False]
     first, second = lines[0], lines[1]
@@ -79,6 +80,7 @@ def test_keys_never_reach_the_log_or_the_store(
         json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
         timeout=TIMEOUT,
     )
+    assert proxy.app.log is not None and proxy.app.log.flush()
     for path in tmp_path.iterdir():
         assert KEY.encode() not in path.read_bytes(), path
 
@@ -93,6 +95,8 @@ def test_the_log_rotates_and_loses_nothing_under_concurrent_writers(tmp_path: Pa
 
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         list(pool.map(write, range(records)))
+    for log in logs:
+        log.close()
     files = sorted(tmp_path.glob("log.jsonl*"))
     assert len(files) > 10
     seen = [orjson.loads(line)["n"] for f in files for line in f.read_bytes().splitlines()]

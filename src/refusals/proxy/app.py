@@ -22,8 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
+import aiohttp
 import httpx
 import orjson
+import yarl
 
 from refusals.model import FinishReason, LLMResponse, StopDetails
 from refusals.providers import PROVIDERS, NormalizeError, normalize
@@ -57,7 +59,7 @@ BLOCKED_HEADER = "x-refusals-resend-blocked"
 FALLBACK_HEADER = "x-refusals-fallback-from"
 CONTROL_PREFIX = "/_refusals/"
 
-# Hop-by-hop headers (RFC 9110 7.6.1) and those httpx sets itself.
+# Hop-by-hop headers (RFC 9110 7.6.1) and those the HTTP client sets itself.
 _HOP = frozenset(
     {
         "connection",
@@ -222,7 +224,6 @@ class ProxyApp:
         fallback_models: tuple[str, ...] = (),
         log: VerdictLog | None = None,
         timeout: float = 600.0,
-        client: httpx.AsyncClient | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         if not upstreams:
@@ -234,8 +235,10 @@ class ProxyApp:
         self.fallback_models = fallback_models
         self.log = log
         self.metrics = metrics if metrics is not None else Metrics()
-        self._timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
-        self._client = client
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, connect=min(timeout, 10.0), sock_read=timeout
+        )
+        self._client: aiohttp.ClientSession | None = None
         self._inflight: dict[str, asyncio.Event] = {}
 
     # --- ASGI -----------------------------------------------------------------------
@@ -254,18 +257,21 @@ class ProxyApp:
 
     async def aclose(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.close()
             self._client = None
         await self.store.close()
         if self.log is not None:
             self.log.close()
 
-    def _http_client(self) -> httpx.AsyncClient:
+    def _session(self) -> aiohttp.ClientSession:
+        # Made on the serving loop's first call: a session belongs to one event loop.
         if self._client is None:
-            self._client = httpx.AsyncClient(
+            self._client = aiohttp.ClientSession(
                 timeout=self._timeout,
-                limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
-                follow_redirects=False,
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                # The body goes as it came, coded or not, and no header is added.
+                auto_decompress=False,
+                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
                 trust_env=False,
             )
         return self._client
@@ -495,23 +501,30 @@ class ProxyApp:
     ) -> None:
         url = call.upstream.url + call.path + (f"?{query}" if query else "")
         outgoing = _outgoing_headers(headers, inspect=call.key is not None)
-        client = self._http_client()
-        request = client.build_request(method, url, headers=outgoing, content=call.body)
+        session = self._session()
         try:
-            response = await client.send(request, stream=True)
-        except httpx.TimeoutException:
+            response = await session.request(
+                method,
+                yarl.URL(url, encoded=True),  # as sent: a Bedrock ARN's %2F stays encoded
+                data=call.body or None,
+                headers=outgoing,
+                allow_redirects=False,
+            )
+        except TimeoutError:
             await _json(send, 504, _error(f"upstream {call.upstream.name} did not answer in time"))
             return
-        except httpx.HTTPError as exc:
+        except aiohttp.ClientError as exc:
             message = f"cannot reach upstream {call.upstream.name} ({type(exc).__name__})"
             await _json(send, 502, _error(message))
             return
-        answer = _Answer(status=response.status_code)
+        answer = _Answer(status=response.status)
         answer.media = media_type(response.headers)
         answer.streamed = answer.media in STREAM_MEDIA_TYPES or (
             answer.media == "application/json" and call.path.endswith(":streamGenerateContent")
         )
-        answer.headers = [(k.lower(), v) for k, v in response.headers.multi_items()]
+        answer.headers = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.raw_headers
+        ]
         inspect = call.key is not None
         decompress = body_decompressor(response.headers) if inspect else None
         if decompress is False:
@@ -534,7 +547,7 @@ class ProxyApp:
         hold = inspect and not answer.streamed
         held = b""
         try:
-            async for chunk in response.aiter_raw():
+            async for chunk in response.content.iter_any():
                 if answer.first_byte is None:
                     answer.first_byte = time.perf_counter()
                 if hold:
@@ -549,12 +562,12 @@ class ProxyApp:
             if inspect and decompress:
                 await self._observe(call, answer, decoder, decompress.flush())
             answer.complete = True
-        except httpx.HTTPError:
+        except (aiohttp.ClientError, TimeoutError):
             broken = True  # the upstream broke off: so does the client's response
         except OSError:
             broken = True  # the client went away
         finally:
-            await response.aclose()
+            response.release()
         if inspect:
             await self._conclude(call, answer, decoder)
         if broken:

@@ -6,15 +6,18 @@ stage, tokens...) plus what only the proxy knows (path, status, latency, whether
 resend was blocked, the fallback it routed to). Headers, bodies and credentials are
 never written.
 
-Several proxy workers may share one file: each line is written with one `write` on a
-file opened for appending, under an exclusive `flock` that also guards the rotation,
-so no line is lost, cut or written twice.
+Lines are written by a thread of the log's own, in batches, so that a slow disk never
+delays an answer; `flush()` waits for what was handed over, and `close()` writes the
+rest. Several proxy workers may share one file: each batch is written with one `write`
+on a file opened for appending, under an exclusive `flock` that also guards the
+rotation, so no line is lost, cut or written twice.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import queue
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,24 +40,79 @@ class VerdictLog:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.backups = backups
-        self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = self._open()
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._pending = 0
+        self._done = threading.Condition()
+        self.errors = 0
+        """Batches that could not be written (a full disk, say)."""
+        self._thread = threading.Thread(target=self._run, name="refusals-proxy-log", daemon=True)
+        self._thread.start()
 
     def _open(self) -> int:
         return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def write(self, record: dict[str, Any]) -> None:
+        """Hands one record to the writer thread (returns at once)."""
         line = orjson.dumps(record) + b"\n"
-        with self._lock:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        with self._done:
+            self._pending += 1
+        self._queue.put(line)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Waits until every record handed over is written; False on timeout."""
+        with self._done:
+            return self._done.wait_for(lambda: self._pending == 0, timeout)
+
+    def close(self) -> None:
+        """Writes what is left, then closes the file."""
+        self._queue.put(None)
+        self._thread.join()
+        os.close(self._fd)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            lines = [first]
+            while len(lines) < 512:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)  # seen after this batch is written
+                    break
+                lines.append(more)
             try:
-                self._reopen_if_rotated()
-                if self.max_bytes and os.fstat(self._fd).st_size + len(line) > self.max_bytes:
+                self._write(lines)
+            except OSError:
+                self.errors += 1
+            with self._done:
+                self._pending -= len(lines)
+                self._done.notify_all()
+
+    def _write(self, lines: list[bytes]) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            self._reopen_if_rotated()
+            batch: list[bytes] = []
+            size = os.fstat(self._fd).st_size
+            for line in lines:
+                if self.max_bytes and size + len(line) > self.max_bytes and (batch or size):
+                    if batch:
+                        os.write(self._fd, b"".join(batch))
+                        batch = []
                     self._rotate()
-                os.write(self._fd, line)
-            finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                    size = 0
+                batch.append(line)
+                size += len(line)
+            if batch:
+                os.write(self._fd, b"".join(batch))
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _reopen_if_rotated(self) -> None:
         # Another worker may have rotated the file under us: write to the new one.
@@ -70,8 +128,6 @@ class VerdictLog:
             fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def _rotate(self) -> None:
-        if os.fstat(self._fd).st_size == 0:
-            return  # one line longer than the limit: it gets a file of its own
         for index in range(self.backups - 1, 0, -1):
             older = self.path.with_name(f"{self.path.name}.{index}")
             if older.exists():
@@ -85,6 +141,3 @@ class VerdictLog:
         self._fd = self._open()
         fcntl.flock(self._fd, fcntl.LOCK_EX)
 
-    def close(self) -> None:
-        with self._lock:
-            os.close(self._fd)
