@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from refusals.cli._models import UsageError
 from refusals.cli.proxy import parse_duration, parse_size
+from refusals.mock import MockServer
 
 
 def _proxy(*args: str) -> list[str]:
@@ -65,3 +67,45 @@ def test_durations_and_sizes() -> None:
     assert parse_size("512k") == 512 * 1024 and parse_size("64MB") == 64 * 1024**2
     with pytest.raises(UsageError):
         parse_duration("0")
+
+
+def test_without_aiohttp_the_error_names_the_extra() -> None:
+    code = (
+        "import sys; sys.modules['aiohttp'] = None\n"
+        "from refusals.cli import main\n"
+        "main(['proxy', '--listen', '127.0.0.1:0'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "refusals proxy: the proxy needs aiohttp, its upstream client: "
+        "pip install 'refusals[proxy]'"
+    )
+
+
+def test_the_policy_of_refusals_toml_routes_a_resend(tmp_path: Path) -> None:
+    # OpenAI refusals carry no category: the rule for the kind applies.
+    (tmp_path / "refusals.toml").write_text('[policy]\nrefusal = "fallback:mock:mock-answer"\n')
+    with MockServer() as mock:
+        proc = subprocess.Popen(
+            _proxy("--listen", "127.0.0.1:0", "--state-dir", str(tmp_path / "state"),
+                   "--upstream", f"mock={mock.base_url}"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            body = {"model": "mock-refusal", "messages": [{"role": "user", "content": "hi"}]}
+            headers = {"authorization": "Bearer k"}
+            first = httpx.post(url + "/v1/chat/completions", json=body, headers=headers)
+            second = httpx.post(url + "/v1/chat/completions", json=body, headers=headers)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=15)
+        assert first.json()["choices"][0]["message"]["refusal"]
+        assert second.headers["x-refusals-fallback-from"] == "mock-refusal"
+        assert second.json()["choices"][0]["message"]["content"]
+        assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-answer"]
+        assert f"policy from {tmp_path / 'refusals.toml'}" in err

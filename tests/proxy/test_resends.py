@@ -16,6 +16,7 @@ from google.genai import types as genai_types
 
 from refusals.mock import MockServer
 from refusals.proxy import BLOCKED_HEADER, FALLBACK_HEADER, ProxyServer, Upstream
+from refusals.proxy.app import MAX_BODY_BYTES
 from refusals.transport.fallback import BlockPolicy, Rule
 from tests.proxy.conftest import MakeProxy
 
@@ -268,3 +269,29 @@ def test_an_unreachable_upstream_is_a_502_naming_it(make_proxy: MakeProxy) -> No
     assert reply.status_code == 502
     assert "cannot reach upstream openai" in reply.json()["error"]["message"]
     assert "sk-secret" not in reply.text
+
+
+def test_a_body_over_the_limit_is_413_unsent(mock: MockServer, proxy: ProxyServer) -> None:
+    reply = httpx.post(
+        proxy.base_url + "/v1/messages",
+        content=b"x" * (MAX_BODY_BYTES + 1),
+        headers={"x-api-key": "k"},
+        timeout=TIMEOUT,
+    )
+    assert reply.status_code == 413
+    assert "MiB limit" in reply.json()["error"]["message"]
+    assert mock.app.count() == 0
+
+
+def test_an_upstream_slower_than_the_timeout_is_a_504(
+    mock: MockServer, make_proxy: MakeProxy
+) -> None:
+    proxy = make_proxy(Upstream("mock", mock.base_url), timeout=0.3)
+    reply = httpx.post(
+        proxy.base_url + "/v1/messages",
+        json={"model": "mock-slow", "max_tokens": 8, "messages": USER},
+        headers={"x-api-key": "k"},
+        timeout=TIMEOUT,
+    )
+    assert reply.status_code == 504
+    assert "did not answer in time" in reply.json()["error"]["message"]

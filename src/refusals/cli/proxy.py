@@ -187,6 +187,12 @@ def _run(
     allow_remote: bool,
     log_level: str,
 ) -> None:
+    try:
+        import aiohttp  # noqa: F401, PLC0415 - the proxy's upstream client
+    except ImportError:
+        raise UsageError(
+            "the proxy needs aiohttp, its upstream client: pip install 'refusals[proxy]'"
+        ) from None
     from refusals.cli._config import load_settings  # noqa: PLC0415 - loaded when it runs
     from refusals.proxy import (  # noqa: PLC0415
         ProxyApp,

@@ -17,6 +17,13 @@ with ProxyServer(app) as proxy:      # 127.0.0.1, a free port
 
 from __future__ import annotations
 
+try:
+    import aiohttp  # noqa: F401 - checked here so that the message says what to install
+except ImportError as exc:  # pragma: no cover - exercised in a plain install
+    raise ImportError(
+        "refusals.proxy needs aiohttp, its upstream client: pip install 'refusals[proxy]'"
+    ) from exc
+
 from refusals.proxy.app import (
     BLOCKED_HEADER,
     DEFAULT_WINDOW,

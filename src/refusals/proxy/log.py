@@ -95,9 +95,8 @@ class VerdictLog:
                 self._done.notify_all()
 
     def _write(self, lines: list[bytes]) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._lock_current()
         try:
-            self._reopen_if_rotated()
             batch: list[bytes] = []
             size = os.fstat(self._fd).st_size
             for line in lines:
@@ -106,7 +105,7 @@ class VerdictLog:
                         os.write(self._fd, b"".join(batch))
                         batch = []
                     self._rotate()
-                    size = 0
+                    size = os.fstat(self._fd).st_size
                 batch.append(line)
                 size += len(line)
             if batch:
@@ -114,18 +113,25 @@ class VerdictLog:
         finally:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def _reopen_if_rotated(self) -> None:
-        # Another worker may have rotated the file under us: write to the new one.
-        try:
-            current = os.stat(self.path)
-        except FileNotFoundError:
-            current = None
-        mine = os.fstat(self._fd)
-        if current is None or (current.st_ino, current.st_dev) != (mine.st_ino, mine.st_dev):
+    def _lock_current(self) -> None:
+        """Holds the lock on the file that is `path` now. Another writer may have rotated
+        it under us: the lock is then taken again on the new file, so only one writer at
+        a time can write to `path` or rotate it."""
+        while True:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            mine = os.fstat(self._fd)
+            if current is not None and (current.st_ino, current.st_dev) == (
+                mine.st_ino,
+                mine.st_dev,
+            ):
+                return
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = self._open()
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def _rotate(self) -> None:
         for index in range(self.backups - 1, 0, -1):
@@ -139,5 +145,4 @@ class VerdictLog:
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = self._open()
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
+        self._lock_current()
