@@ -50,7 +50,9 @@ HEADERS = {
 }
 
 
-def _request(wire: str, path: str, extra: dict[str, Any], model: str, text: str, stream: bool):  # type: ignore[no-untyped-def]
+def _request(
+    wire: str, path: str, extra: dict[str, Any], *, model: str, text: str, stream: bool
+) -> tuple[str, dict[str, Any]]:
     if wire == "gemini":
         if stream:
             path = path.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
@@ -99,7 +101,7 @@ def _calls(
         times = []
         for base in (direct, proxy) if index % 2 == 0 else (proxy, direct):
             text = f"{tag} prompt {index} via {base}"  # unique: never blocked
-            url_path, body = _request(wire, path, extra, model, text, stream)
+            url_path, body = _request(wire, path, extra, model=model, text=text, stream=stream)
             started = time.perf_counter()
             if stream:
                 with client.stream("POST", base + url_path, json=body, headers=HEADERS) as r:
