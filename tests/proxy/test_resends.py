@@ -8,9 +8,11 @@ import time
 from typing import Any
 
 import anthropic
+import boto3
 import httpx
 import openai
 import pytest
+from botocore.config import Config
 from google import genai
 from google.genai import types as genai_types
 
@@ -112,6 +114,24 @@ def test_gemini_sdk_safety_block_reaches_the_server_once(
         result = client.models.generate_content(model="mock-filter-prompt", contents="hello")
         assert result.prompt_feedback is not None
         assert result.prompt_feedback.block_reason is not None
+    assert mock.app.count() == 1
+
+
+def test_bedrock_guardrail_through_boto3_with_its_retries_on(
+    mock: MockServer, proxy: ProxyServer
+) -> None:
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=proxy.base_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIDPROXYTEST",
+        aws_secret_access_key="proxy-secret",
+        config=Config(retries={"total_max_attempts": 4, "mode": "standard"}),
+    )
+    messages: Any = [{"role": "user", "content": [{"text": "What is the weather?"}]}]
+    for _ in range(3):
+        response = client.converse(modelId="mock-filter-prompt", messages=messages)
+        assert response["stopReason"] == "guardrail_intervened"
     assert mock.app.count() == 1
 
 
