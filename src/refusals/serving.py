@@ -95,6 +95,7 @@ class BackgroundServer:
         *,
         name: str = "refusals-server",
         lifespan: Literal["on", "off"] = "off",
+        own_headers: bool = True,
     ) -> None:
         self.asgi = app
         self.host = host
@@ -102,6 +103,7 @@ class BackgroundServer:
         self._log_level = log_level
         self._name = name
         self._lifespan = lifespan
+        self._own_headers = own_headers
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.port = port
@@ -123,6 +125,11 @@ class BackgroundServer:
             lifespan=self._lifespan,
             access_log=self._log_level in ("info", "debug"),
             timeout_graceful_shutdown=2,
+            # A gateway passes the upstream's `server` and `date` on: no second copy of
+            # its own, and no X-Forwarded-For rewriting of who the client is.
+            server_header=self._own_headers,
+            date_header=self._own_headers,
+            proxy_headers=self._own_headers,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=self._name, daemon=True)

@@ -81,6 +81,9 @@ def test_recorded_answers_pass_through_byte_for_byte_with_the_library_verdict(
     assert through.content == direct.content
     assert through.headers.get("content-encoding") == direct.headers.get("content-encoding")
     assert through.headers["request-id"] == "req_recorded"
+    # The provider's own headers, once each: the proxy adds no `server` or `date` of its own.
+    assert through.headers.get_list("server") == direct.headers.get_list("server") == ["uvicorn"]
+    assert len(through.headers.get_list("date")) == 1
     provider = name if name != "openai" or not path.endswith("/responses") else "openai-responses"
     if upstream.media_type == "text/event-stream":
         expected = decode_stream(upstream.body, provider)[0]

@@ -74,4 +74,6 @@ class ProxyServer(BackgroundServer):
         self, app: ProxyApp, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
     ) -> None:
         self.app = app
-        super().__init__(app, host, port, log_level, name="refusals-proxy", lifespan="on")
+        super().__init__(
+            app, host, port, log_level, name="refusals-proxy", lifespan="on", own_headers=False
+        )
