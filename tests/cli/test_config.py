@@ -197,11 +197,20 @@ def test_a_price_table_gives_the_runs_cost_and_none_without_a_price_for_every_mo
     ) / 1_000_000
     assert done["total_cost_usd"] == pytest.approx(expected)
     assert done["total_cost_usd"] > 0
+    # Per model, as Claude Code's modelUsage[].costUSD: the two add up to the total.
+    refused_cost = usage["mock:refusal"]["cost_usd"]
+    assert refused_cost == pytest.approx(
+        (usage["mock:refusal"]["input_tokens"] * 1.0 + usage["mock:refusal"]["output_tokens"] * 2.0)
+        / 1_000_000
+    )
+    assert refused_cost + usage["mock:answer"]["cost_usd"] == pytest.approx(expected)
     write(
         tmp_path / "refusals.toml",
         'model = "mock:answer"\n[prices."mock:refusal"]\ninput = 1\noutput = 2\n',
     )
-    assert exec_in(tmp_path).events[-1]["total_cost_usd"] is None
+    partial = exec_in(tmp_path).events[-1]
+    assert partial["total_cost_usd"] is None
+    assert partial["model_usage"]["mock:answer"]["cost_usd"] is None
     write(tmp_path / "refusals.toml", 'model = "mock:answer"\n')
     assert exec_in(tmp_path).events[-1]["total_cost_usd"] is None
 

@@ -126,6 +126,7 @@ def test_a_refusal_with_no_fallback_says_so_in_one_event(mock: MockServer) -> No
     assert event["trigger"] == "content_filter"
     assert event["original_model"] == ANTHROPIC.model("filter-output")
     assert event["fallback_model"] is None and event["source"] is None
+    assert event["direction"] is None  # nothing was retried, as in model_refusal_no_fallback
     assert run.events[-1]["served_by"] == ANTHROPIC.model("filter-output")
     assert run.events[-1]["result"] is None
 

@@ -47,6 +47,11 @@ def scripted(tmp_path: Path) -> Iterator[MockServer]:
                 "body": completion({"role": "assistant", "content": '{"city": "Paris"}'}),
             },
             {
+                # A model that ignores the schema and answers in prose.
+                "prompt_contains": "chat",
+                "body": completion({"role": "assistant", "content": "Paris, of course."}),
+            },
+            {
                 # OpenAI's structured-output refusal: no content, a typed `refusal`.
                 "prompt_contains": "exploit",
                 "body": completion(
@@ -108,7 +113,7 @@ def test_a_structured_output_refusal_is_a_refusal_sent_once(
         ("gemini", lambda body: body["generationConfig"]["responseJsonSchema"]),
     ],
 )
-def test_each_wire_carries_the_schema_and_prose_is_not_taken_for_json(
+def test_each_wire_carries_the_schema_and_the_json_answer_is_the_result(
     schema_file: Path, wire: str, field: Any
 ) -> None:
     with MockServer() as server:
@@ -117,17 +122,28 @@ def test_each_wire_carries_the_schema_and_prose_is_not_taken_for_json(
         )
         [request] = server.app.requests
     assert field(request.body) == SCHEMA
-    if wire == "anthropic":
-        # The mock answers in prose: reported as such, not retried.
-        assert run.exit_code == 1
-        assert run.one("turn.failed")["error"]["message"] == (
-            "the answer is not the JSON --output-schema asks for"
-        )
-        assert server.app.count() == 1
-    else:
-        # The mock answers JSON where the wire asks for a JSON response.
-        assert run.exit_code == 0
-        assert isinstance(orjson.loads(run.events[-1]["result"]), dict)
+    # The mock answers JSON following the schema wherever the wire asks for it.
+    assert run.exit_code == 0, run.stderr
+    assert set(orjson.loads(run.events[-1]["result"])) == {"city"}
+
+
+def test_prose_is_not_taken_for_json_and_not_retried(
+    scripted: MockServer, schema_file: Path
+) -> None:
+    run = exec_on(
+        WIRES["openai"],
+        scripted.base_url,
+        "answer",
+        "--output-schema",
+        str(schema_file),
+        "--no-stream",
+        "Just chat with me.",
+    )
+    assert run.exit_code == 1
+    assert run.one("turn.failed")["error"]["message"] == (
+        "the answer is not the JSON --output-schema asks for"
+    )
+    assert scripted.app.count() == 1
 
 
 def test_bedrock_has_no_structured_output_and_says_so_before_any_request(

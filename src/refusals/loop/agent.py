@@ -226,6 +226,11 @@ class Agent:
             duration_api_ms=round(self.api_seconds * 1000),
             model_usage={name: _copy_usage(u) for name, u in self.model_usage.items()},
             total_cost_usd=self._cost(),
+            model_cost_usd={
+                name: round(self.prices[name].cost(usage), 6)
+                for name, usage in self.model_usage.items()
+                if name in self.prices
+            },
         )
 
     def _cost(self) -> float | None:
@@ -714,7 +719,7 @@ class Agent:
             self.emit(
                 FallbackReported(
                     "no_fallback",
-                    "retry",
+                    None,  # nothing was retried (Claude Code's no_fallback has no direction)
                     None,
                     original_model=self._served_by(response),
                     fallback_model=None,

@@ -309,7 +309,8 @@ class FallbackReported(Event):
 
     type: ClassVar[str] = "fallback"
     outcome: FallbackOutcome
-    direction: Literal["retry", "revert"]
+    direction: Literal["retry", "revert"] | None
+    """None for `no_fallback`: nothing went anywhere."""
     source: Literal["client", "server"] | None
     original_model: str | None
     fallback_model: str | None
@@ -405,6 +406,8 @@ class ThreadCompleted(Event):
     """Tokens per model that served a call (subagents included)."""
     total_cost_usd: float | None = None
     """What the run's tokens cost, when a price table names every model that spent any."""
+    model_cost_usd: dict[str, float] = field(default_factory=dict)
+    """What each priced model's tokens cost (Claude Code's `modelUsage[].costUSD`)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -419,7 +422,10 @@ class ThreadCompleted(Event):
             "served_by": self.served_by,
             "served_by_fallback": self.served_by_fallback,
             "usage": usage_json(self.usage),
-            "model_usage": {name: usage_json(u) for name, u in self.model_usage.items()},
+            "model_usage": {
+                name: {**usage_json(u), "cost_usd": self.model_cost_usd.get(name)}
+                for name, u in self.model_usage.items()
+            },
             "num_turns": self.num_turns,
             "requests": self.requests,
             "duration_ms": self.duration_ms,

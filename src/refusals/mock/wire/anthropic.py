@@ -90,6 +90,12 @@ class AnthropicWire(Wire):
                 schema = tool.get("input_schema")
                 conv.tools.append(Tool(tool["name"], schema if isinstance(schema, dict) else {}))
         conv.fallbacks = _fallbacks(body.get("fallbacks"))
+        # Structured output: `output_config.format` (and the beta's `output_format`).
+        config = body.get("output_config")
+        form = config.get("format") if isinstance(config, dict) else body.get("output_format")
+        if isinstance(form, dict) and form.get("type") == "json_schema":
+            schema = form.get("schema")
+            conv.output_schema = schema if isinstance(schema, dict) else {}
         return conv
 
     def error(self, status: int, kind: ErrorKind, message: str) -> Reply:
