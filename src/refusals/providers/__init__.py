@@ -34,7 +34,7 @@ from refusals.providers._common import (
     type_name,
 )
 from refusals.providers._protocol import WireFormat
-from refusals.stream import never_retried
+from refusals.stream import WireDecoder, never_retried
 
 __all__ = [
     "PROVIDERS",
@@ -43,6 +43,7 @@ __all__ = [
     "detect",
     "normalize",
     "provider_for_url",
+    "stream_decoder_for",
 ]
 
 PROVIDERS: tuple[str, ...] = (
@@ -139,6 +140,48 @@ _CLAIMED_EARLIER = frozenset(
 
 
 _UNHINTED: tuple[WireFormat, ...] = (cohere, ollama)
+
+# Stream detection order: the most specific shapes first (Azure and OpenRouter chunks are
+# OpenAI chat chunks with extras, so the chat module decides between them).
+_STREAM_ORDER: tuple[WireFormat, ...] = (
+    anthropic,
+    openai_responses,
+    bedrock,
+    gemini,
+    cohere,
+    ollama,
+    openai_chat,
+)
+_STREAM_BY_PROVIDER: dict[str, tuple[WireFormat, ...]] = {
+    "anthropic": (anthropic,),
+    "openai-responses": (openai_responses,),
+    "gemini": (gemini,),
+    "vertex": (gemini,),
+    "bedrock": (bedrock,),
+    "cohere": (cohere,),
+    "ollama": (ollama, openai_chat),
+}
+_STREAM_CHAT = (openai_responses, openai_chat)
+
+
+def stream_decoder_for(
+    name: str | None, payload: Any, provider: str | None = None
+) -> tuple[WireDecoder, str] | None:
+    """The wire decoder for a stream whose first event is `payload` (decoded JSON, with
+    the SSE event `name` if any), and the provider it speaks; None when no format knows
+    the event. With `provider`, that provider's formats are asked, and the last of them
+    takes the stream when none claims the event."""
+    if provider is not None:
+        candidates = _STREAM_BY_PROVIDER.get(provider, _STREAM_CHAT)
+        for module in candidates:
+            if module.detect_stream(name, payload) is not None:
+                return module.StreamDecoder(provider), provider
+        return candidates[-1].StreamDecoder(provider), provider
+    for module in _STREAM_ORDER:
+        found = module.detect_stream(name, payload)
+        if found is not None:
+            return module.StreamDecoder(found), found
+    return None
 
 
 def _module_for(provider: str, body: JsonObject) -> WireFormat:
@@ -257,9 +300,14 @@ def normalize(
     """Turn a recorded response or HTTP error body into an `LLMResponse`.
 
     `payload` is bytes, text, a decoded dict, or an official SDK object (anything with
-    `model_dump()` or `to_dict()`). `provider` names the API (see `PROVIDERS`); without
-    it the wire format is recognised from the body's shape. `status` is the HTTP status
-    when the body came with one: any status of 400 or more reads the body as an error.
+    `model_dump()` or `to_dict()`); an official SDK's HTTP error (`anthropic.APIStatusError`,
+    `openai.APIStatusError`, `google.genai.errors.APIError`, botocore's `ClientError`,
+    Cohere's `ApiError`, `ollama.ResponseError`), read with the status, body, headers and
+    request id it carries; or a list or iterator of stream chunks (SDK stream events or
+    their dicts), read as the stream they came from. `provider` names the API (see
+    `PROVIDERS`); without it the wire format is recognised from the body's shape.
+    `status` is the HTTP status when the body came with one: any status of 400 or more
+    reads the body as an error.
     `headers` are the response headers, when known (any mapping; names in any case): the
     facts that travel only there are kept (`x-amzn-errortype`, `retry-after`,
     `x-should-retry`, the request id). `url`, the request's URL, names the provider when
@@ -282,6 +330,18 @@ def normalize(
             return quick
         if quick is not None:
             return _finish(quick, None)
+    if isinstance(payload, BaseException):
+        return _from_exception(payload, provider, status, headers, url)
+    if _is_chunks(payload):
+        try:
+            return _from_chunks(payload, provider)
+        except NormalizeError:
+            raise
+        except _HOSTILE as exc:
+            raise NormalizeError(
+                f"the stream chunks could not be read ({type(exc).__name__}); expected "
+                "Anthropic, OpenAI, Gemini, Bedrock, Cohere or Ollama stream chunks"
+            ) from None
     plain = status is None and headers is None and url is None
     fast = type(payload) is bytes or type(payload) is str
     if provider is None and plain:
@@ -511,3 +571,119 @@ def _error_in_array(body: list[Any]) -> JsonObject | None:
         first: JsonObject = body[0]
         return first
     return None
+
+
+def _is_chunks(payload: Any) -> bool:
+    """Whether `payload` is a sequence of stream chunks (not a body, nor an error array)."""
+    if isinstance(payload, list | tuple):
+        if not payload or isinstance(payload[0], str | bytes | int | float | bool):
+            return False
+        return not (isinstance(payload, list) and _error_in_array(payload) is not None)
+    # An iterator or generator of chunks (what an SDK stream is), never a mapping or text.
+    return (
+        hasattr(payload, "__next__")
+        and hasattr(payload, "__iter__")
+        and not isinstance(payload, Mapping | str | bytes | bytearray | memoryview)
+    )
+
+
+def _from_chunks(chunks: Any, provider: str | None) -> LLMResponse:
+    """The verdict of a stream given as its decoded chunks: each chunk is dumped to JSON
+    and fed to the wire decoder the first one selects, as the wire's bytes would be."""
+    if provider is not None:
+        _check_arguments(provider, None, None)
+        provider = provider.lower()
+    decoder: WireDecoder | None = None
+    for index, chunk in enumerate(chunks):
+        event = decode_payload(chunk)
+        if not isinstance(event, dict):
+            raise NormalizeError(
+                f"chunk {index} of the stream is a {type_name(event)}, not an event object"
+            )
+        try:
+            data = orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            # Values no JSON holds (integers past 64 bits, lone surrogates): tamed first.
+            event = sanitize_json(event)
+            data = orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS)
+        if decoder is None:
+            found = stream_decoder_for(None, event, provider)
+            if found is None:
+                raise NormalizeError(
+                    "the first chunk is no known stream event (keys: "
+                    f"{key_names(event)}); expected Anthropic, OpenAI, Gemini, Bedrock, "
+                    "Cohere or Ollama stream chunks"
+                )
+            decoder = found[0]
+        decoder.feed(None, data)
+    if decoder is None:
+        raise NormalizeError("the stream has no chunks; expected a list of stream events")
+    decoder.close()
+    return decoder.response
+
+
+def _from_exception(
+    error: BaseException,
+    provider: str | None,
+    status: int | None,
+    headers: Any,
+    url: str | None,
+) -> LLMResponse:
+    """The verdict of an official SDK's HTTP error, from the response it carries."""
+    body: Any = None
+    found_status: Any = None
+    found_headers: Any = None
+    found_url: str | None = None
+    response = getattr(error, "response", None)
+    if isinstance(response, Mapping) and isinstance(response.get("Error"), Mapping):
+        # botocore's ClientError: the parsed error and the response's metadata.
+        details = response["Error"]
+        meta = response.get("ResponseMetadata") or {}
+        found_status = meta.get("HTTPStatusCode")
+        found_headers = dict(meta.get("HTTPHeaders") or {})
+        if details.get("Code") and not any(k.lower() == "x-amzn-errortype" for k in found_headers):
+            found_headers["x-amzn-errortype"] = str(details["Code"])
+        body = {"message": details.get("Message") or "", "__type": details.get("Code")}
+        provider = provider or "bedrock"
+    elif response is not None and hasattr(response, "status_code"):
+        # httpx / httpx2 / requests responses (the Stainless SDKs, google-genai).
+        found_status = response.status_code
+        found_headers = getattr(response, "headers", None)
+        try:
+            body = response.content
+        except Exception:  # a streamed response never read: the parsed body instead
+            body = None
+        request = getattr(response, "request", None)
+        request_url = getattr(request, "url", None) if request is not None else None
+        found_url = str(request_url) if request_url is not None else None
+    if not body:
+        for name in ("body", "details"):
+            value = getattr(error, name, None)
+            if value is not None:
+                body = value
+                break
+    if not body and isinstance(getattr(error, "error", None), str):
+        body = {"error": error.error}  # type: ignore[attr-defined]  # ollama.ResponseError
+    if found_status is None:
+        for name in ("status_code", "code"):
+            value = getattr(error, name, None)
+            if type(value) is int and value >= 100:
+                found_status = value
+                break
+    if found_headers is None:
+        found_headers = getattr(error, "headers", None)
+    if body is None or body == b"":
+        raise NormalizeError(
+            f"the {type(error).__name__} carries no response body to read; pass the "
+            "response body (and status=) instead"
+        )
+    if isinstance(body, str) and not body.lstrip().startswith(("{", "[")):
+        body = {"error": {"message": body}}
+    plain_headers = dict(found_headers.items()) if hasattr(found_headers, "items") else None
+    return normalize(
+        body,
+        provider,
+        status=status if status is not None else found_status,
+        headers=headers if headers is not None else plain_headers,
+        url=url if url is not None else found_url,
+    )

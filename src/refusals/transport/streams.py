@@ -25,16 +25,10 @@ from refusals.model import (
 from refusals.providers import (
     PROVIDERS,
     NormalizeError,
-    anthropic,
     bedrock,
-    cohere,
-    gemini,
-    ollama,
-    openai_chat,
-    openai_responses,
+    stream_decoder_for,
 )
 from refusals.providers._common import bounded_message
-from refusals.providers._protocol import WireFormat
 from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import (
     MAX_EVENT_STREAM_MESSAGE,
@@ -79,28 +73,6 @@ def body_decompressor(headers: Any) -> Any | Literal[False] | None:
 
 Framing = Literal["sse", "event-stream", "json-lines", "json-array"]
 _FRAMINGS: tuple[Framing, ...] = ("sse", "event-stream", "json-lines", "json-array")
-
-# Detection order: the most specific shapes first (Azure and OpenRouter chunks are
-# OpenAI chat chunks with extras, so the chat module decides between them).
-_MODULES: tuple[WireFormat, ...] = (
-    anthropic,
-    openai_responses,
-    bedrock,
-    gemini,
-    cohere,
-    ollama,
-    openai_chat,
-)
-_BY_PROVIDER: dict[str, tuple[WireFormat, ...]] = {
-    "anthropic": (anthropic,),
-    "openai-responses": (openai_responses,),
-    "gemini": (gemini,),
-    "vertex": (gemini,),
-    "bedrock": (bedrock,),
-    "cohere": (cohere,),
-    "ollama": (ollama, openai_chat),
-}
-_CHAT = (openai_responses, openai_chat)
 
 _BOM = b"\xef\xbb\xbf"
 _BLANK = b" \t\r\n"
@@ -302,7 +274,7 @@ class StreamDecoder:
         if self._wire is None:
             if self.provider not in (None, "bedrock"):
                 return None
-            self._wire = _new(bedrock, "bedrock")
+            self._wire = bedrock.StreamDecoder("bedrock")
             self.provider = "bedrock"
             for event in self._pending:
                 self._wire.acc.apply(event, 0)
@@ -353,18 +325,11 @@ class StreamDecoder:
                 payload = loads_lenient(data)
             except ValueError:
                 payload = None
-        if self.provider is not None:
-            candidates = _BY_PROVIDER.get(self.provider, _CHAT)
-            for module in candidates:
-                if module.detect_stream(name, payload) is not None:
-                    return _new(module, self.provider)
-            return _new(candidates[-1], self.provider)
-        for module in _MODULES:
-            found = module.detect_stream(name, payload)
-            if found is not None:
-                self.provider = found
-                return _new(module, found)
-        return None
+        found = stream_decoder_for(name, payload, self.provider)
+        if found is None:
+            return None
+        self.provider = found[1]
+        return found[0]
 
     def _error(
         self, message: str, kind: ErrorKind = ErrorKind.INVALID_REQUEST
@@ -387,10 +352,6 @@ def _closed(data: bytes) -> bytes:
         if closed is not None:
             return closed
     return data
-
-
-def _new(module: WireFormat, provider: str) -> WireDecoder:
-    return module.StreamDecoder(provider)
 
 
 def _empty_response(provider: str | None, pending: list[StreamEvent]) -> LLMResponse:
