@@ -142,6 +142,17 @@ def test_litellm_retries_and_a_user_loop_send_a_refused_prompt_once_through_the_
     # LiteLLM retried the filtered call itself; only the guard answered those retries.
     assert server.app.count(model=model.split("/", 1)[1]) == 1
     assert all("refusals: not sending a request identical" in o for o in outcomes[1:])
+    # The logger reports each guarded call as the refusal it is, with the library's
+    # notice for the provider's body (category and explanation kept), not as an error.
+    verdicts = _wait_for(logger, 3)
+    assert len(verdicts) == 3
+    notices = {v.notice for v in verdicts}
+    assert len(notices) == 1 and None not in notices
+    for verdict in verdicts:
+        assert verdict.blocked
+        stop = verdict.response.stop_details
+        assert stop is not None and stop.explanation
+        assert stop.explanation.rstrip(".").lower() in str(verdict.notice).lower()
 
 
 def test_a_streamed_refusal_is_classified_from_the_provider_fields_litellm_keeps(

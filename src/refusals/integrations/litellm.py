@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import httpx
 import orjson
 
-from refusals.integrations.httpx_transport import RefusalTransport
+from refusals.integrations.httpx_transport import RefusalTransport, RefusedRequestError
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError
 from refusals.providers import PROVIDERS, NormalizeError, normalize
 from refusals.refusal import notice as notice_of
@@ -144,12 +144,35 @@ def _embedded_json(text: str) -> Any:
     return None
 
 
+def _guard_error(exception: BaseException | None) -> RefusedRequestError | None:
+    """The `RefusedRequestError` a LiteLLM exception wraps (LiteLLM re-raises it as its
+    own provider error, the guard's in its context chain), if any."""
+    seen: set[int] = set()
+    current = exception
+    while current is not None and id(current) not in seen:
+        if isinstance(current, RefusedRequestError):
+            return current
+        seen.add(id(current))
+        original = getattr(current, "original_exception", None)
+        current = (
+            original
+            if isinstance(original, BaseException)
+            else current.__cause__ or current.__context__
+        )
+    return None
+
+
 def response_of_failure(kwargs: Mapping[str, Any], exception: BaseException | None) -> LLMResponse:
     """The `LLMResponse` of a failed LiteLLM call, from the provider's error body.
 
     A policy block (HTTP 400 content filter, LiteLLM's `ContentPolicyViolationError`) is a
     content-filter stop; anything else is an error, retryable or not as the status says.
     """
+    guarded = _guard_error(exception)
+    if guarded is not None:
+        # The transport's guard stopped a resend (`http_handler`): the call was refused,
+        # with the refusal the guard recorded, not an error of LiteLLM's wording.
+        return guarded.verdict.response
     provider = _our_provider(kwargs.get("custom_llm_provider")) or _our_provider(
         getattr(exception, "llm_provider", None)
     )
