@@ -21,7 +21,6 @@ from openai import AsyncOpenAI
 from refusals import FinishReason
 from refusals.integrations.httpx_transport import (
     RefusalGuard,
-    RefusalTransport,
     RefusedRequestError,
     ResponseVerdict,
 )
@@ -60,7 +59,9 @@ class Setup:
 
     def __init__(self, server: MockServer, model: str, guard: RefusalGuard | None = None) -> None:
         self.wire: list[ResponseVerdict] = []
-        transport = RefusalTransport(
+        self.hooks = RefusalRunHooks()
+        # The documented set-up: the hooks' own transport under the model's client.
+        transport = self.hooks.transport(
             httpx2.AsyncHTTPTransport(), on_verdict=self.wire.append, guard=guard or True
         )
         self.http = httpx2.AsyncClient(transport=transport, timeout=TIMEOUT)
@@ -72,7 +73,6 @@ class Setup:
             instructions="Answer briefly.",
             model=OpenAIChatCompletionsModel(model=model, openai_client=client),
         )
-        self.hooks = RefusalRunHooks()
 
     async def run(self, prompt: str, **options: Any) -> RunResult:
         try:
@@ -147,3 +147,30 @@ def test_an_answer_is_recorded_as_a_stop_with_no_notice(server: MockServer) -> N
     assert calls == setup.hooks.verdicts
     assert setup.hooks.blocked == []
     assert setup.hooks.verdicts[0].notice is None
+
+
+def test_a_content_filtered_partial_answer_never_passes_for_the_final_output(
+    server: MockServer,
+) -> None:
+    setup = Setup(server, "mock-filter-output")
+    result = _run(setup, "Write a story.", error_handlers=error_handlers())
+    [wire] = setup.wire
+    assert wire.finish_reason is FinishReason.CONTENT_FILTER
+    assert wire.response.content  # the provider sent a partial answer before the filter
+    (verdict,) = setup.hooks.blocked
+    assert verdict.finish_reason is FinishReason.CONTENT_FILTER
+    assert result.final_output == wire.notice == verdict.notice
+    assert str(result.final_output).startswith("The provider's content filter")
+    # The cut-off text is neither the output nor in the history a next turn would send.
+    history = str(result.to_input_list())
+    assert str(wire.response.content) not in history
+    assert server.app.count(model="mock-filter-output") == 1
+
+
+def test_without_a_handler_a_content_filter_raises_instead_of_answering(
+    server: MockServer,
+) -> None:
+    setup = Setup(server, "mock-filter-output")
+    with pytest.raises(ModelRefusalError) as raised:
+        _run(setup, "Write a story.")
+    assert raised.value.refusal == setup.wire[0].notice
