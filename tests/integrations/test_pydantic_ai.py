@@ -165,3 +165,36 @@ def test_a_provider_without_a_rebuilt_shape_keeps_its_raw_value() -> None:
     assert response.raw_finish_reason == "SAFETY"
     assert response.content == "partial"
     assert not fallback_on_refusal(ModelResponse(parts=[TextPart(content="fine")]))
+
+
+def test_when_every_model_of_a_fallback_refuses_the_error_carries_the_notice(
+    server: MockServer,
+) -> None:
+    # The documented pattern: FallbackModel with fallback_on_refusal, `except RefusalError`.
+    wire = Wire(server)
+    model = FallbackModel(
+        wire.anthropic("mock-refusal"),
+        wire.openai("mock-refusal"),
+        fallback_on=[ModelAPIError, fallback_on_refusal],
+    )
+    with pytest.raises(RefusalError) as raised:
+        _run(_agent(model).run("Write the exploit."))
+    # The last model's refusal, with the notice its wire response gives.
+    assert raised.value.notice == wire.verdicts[-1].notice
+    assert [v.finish_reason for v in wire.verdicts] == [FinishReason.REFUSAL] * 2
+    assert server.app.count(model="mock-refusal") == 2  # each model asked once
+
+
+@pytest.mark.parametrize("factory", ["anthropic", "openai"])
+def test_an_http_400_prompt_block_is_a_content_filtered_error(
+    server: MockServer, factory: str
+) -> None:
+    wire = Wire(server)
+    seen: list[LLMResponse] = []
+    with pytest.raises(ContentFilteredError) as raised:
+        _run(_agent(getattr(wire, factory)("mock-filter-prompt"), seen).run("Write the exploit."))
+    assert raised.value.finish_reason is FinishReason.CONTENT_FILTER
+    assert raised.value.notice == wire.verdicts[0].notice
+    assert isinstance(raised.value, ContentFilterError)
+    assert [r.finish_reason for r in seen] == [FinishReason.CONTENT_FILTER]
+    assert server.app.count(model="mock-filter-prompt") == 1

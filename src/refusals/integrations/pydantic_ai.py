@@ -18,13 +18,14 @@ Install with `refusals[pydantic-ai]` (pydantic-ai 2, which has capabilities).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 try:
     from pydantic_ai import ModelRequestContext, RunContext
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.exceptions import ContentFilterError
+    from pydantic_ai.exceptions import ContentFilterError, FallbackExceptionGroup, ModelHTTPError
     from pydantic_ai.messages import ModelResponse, TextPart
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -32,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from refusals.model import FinishReason, LLMResponse
-from refusals.providers import normalize
+from refusals.providers import PROVIDERS, NormalizeError, normalize
 from refusals.refusal import notice as notice_of
 
 __all__ = [
@@ -168,6 +169,62 @@ class RaiseOnRefusal(AbstractCapability[Any]):
             raise error
         return response
 
+    async def on_model_request_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        error: Exception,
+    ) -> ModelResponse:
+        """A policy block sent as an HTTP error (Anthropic's 400, OpenAI's
+        `invalid_prompt`), or a `FallbackModel` whose every model refused: the typed error
+        with the notice, instead of pydantic-ai's generic one."""
+        blocked = _blocked_by(error, request_context)
+        if blocked is not None:
+            if self.on_verdict is not None:
+                self.on_verdict(blocked)
+            typed = _blocked_error(blocked)
+            if typed is not None:
+                raise typed from error
+        raise error
+
+
+# The last response `fallback_on_refusal` turned down in this context: when every model
+# of a FallbackModel refused, pydantic-ai's exception group keeps none of them.
+_REJECTED: ContextVar[LLMResponse | None] = ContextVar("refusals_rejected", default=None)
+
+
+def _blocked_by(error: BaseException, request_context: ModelRequestContext) -> LLMResponse | None:
+    """The refusal or filter an error of a model request stands for, if it is one."""
+    if isinstance(error, FallbackExceptionGroup):
+        found = [_blocked_by(inner, request_context) for inner in error.exceptions]
+        blocked = [f for f in found if f is not None]
+        if blocked:
+            return blocked[-1]
+        rejected = _REJECTED.get()
+        _REJECTED.set(None)
+        return rejected
+    if not isinstance(error, ModelHTTPError) or error.status_code < 400:
+        return None
+    cause = error.__cause__
+    try:
+        if cause is not None:
+            # The SDK's own exception: the provider's body, status and headers as sent.
+            response = normalize(cause)
+        else:
+            body = error.body
+            if isinstance(body, dict) and "error" not in body and "message" in body:
+                body = {"error": body}  # the OpenAI SDK keeps only the `error` member
+            system = getattr(request_context.model, "system", None)
+            provider = system if system in PROVIDERS else None
+            response = normalize(body, provider, status=error.status_code)
+    except (NormalizeError, TypeError):
+        return None
+    return response if response.finish_reason in _BLOCKED else None
+
+
+_BLOCKED = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
+
 
 def fallback_on_refusal(response: ModelResponse) -> bool:
     """A `FallbackModel` response handler: move on when the response was refused or filtered.
@@ -175,7 +232,8 @@ def fallback_on_refusal(response: ModelResponse) -> bool:
     `FallbackModel(primary, backup, fallback_on=[ModelAPIError, fallback_on_refusal])`
     sends the refused prompt to `backup` once and never again to `primary`.
     """
-    return response_of(response).finish_reason in (
-        FinishReason.REFUSAL,
-        FinishReason.CONTENT_FILTER,
-    )
+    read = response_of(response)
+    if read.finish_reason in _BLOCKED:
+        _REJECTED.set(read)
+        return True
+    return False
