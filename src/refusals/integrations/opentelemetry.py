@@ -14,24 +14,48 @@ adds the rest under `refusals.*`:
 - `refusals.notice`: the refusal or content-filter notice, verbatim.
 
 Install with `refusals[otel]`. `enrich_current_span` fits `RefusalTransport(on_verdict=...)`,
-so every call an SDK makes through that transport is recorded on the active span.
+so every call an SDK makes through that transport is recorded on the active span. An SDK
+that opens a span of its own around each call (the Anthropic SDK 2.x) makes that span the
+active one, and without a global tracer provider it records nothing: add
+`RefusalSpanProcessor()` to your tracer provider, and a verdict reported under such a
+stand-in lands on the recording span it stands in for (yours).
+
+`RefusalMetrics(meter_provider)` counts what the verdicts say, as OpenTelemetry metrics
+(docs/integrations.md has the table): pass its `record` as `on_verdict`. With
+`opentelemetry-exporter-prometheus` (`refusals[prometheus]`) they are scraped like any
+other Prometheus metrics.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from refusals.integrations.httpx_transport import ResponseVerdict
 from refusals.model import FinishReason, LLMResponse
 from refusals.refusal import MAX_EXPLANATION_CHARS, WHITESPACE
 from refusals.refusal import notice as notice_of
 
+try:
+    from opentelemetry.sdk.trace import SpanProcessor
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "refusals.integrations.opentelemetry needs the OpenTelemetry SDK: "
+        "pip install 'refusals[otel]'"
+    ) from exc
+
 if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.trace import Span
 
 __all__ = [
     "FINISH_REASONS",
+    "RefusalMetrics",
+    "RefusalSpanProcessor",
     "enrich_current_span",
     "enrich_span",
     "span_attributes",
@@ -85,9 +109,121 @@ def enrich_span(span: Span, result: LLMResponse | ResponseVerdict) -> None:
         span.set_attribute(name, value)
 
 
+# Live recording spans by span id, kept by `RefusalSpanProcessor` (weakly: a span that is
+# dropped unended is not held).
+_LIVE: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+_LIVE_LOCK = threading.Lock()
+
+
+class RefusalSpanProcessor(SpanProcessor):
+    """Add to a `TracerProvider`: its live spans can then be found by their id, so that a
+    verdict reported under a non-recording stand-in span (an SDK's own span when no global
+    tracer provider is set carries its parent's id) lands on the recording span."""
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        with _LIVE_LOCK:
+            _LIVE[span.get_span_context().span_id] = span
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.get_span_context()
+        if context is not None:
+            with _LIVE_LOCK:
+                _LIVE.pop(context.span_id, None)
+
+
+def _recording(span: Span) -> Span:
+    if span.is_recording():
+        return span
+    with _LIVE_LOCK:
+        found = _LIVE.get(span.get_span_context().span_id)
+    return found if found is not None and found.is_recording() else span
+
+
 def enrich_current_span(result: LLMResponse | ResponseVerdict) -> None:
-    """`enrich_span` on the active span; pass it as `RefusalTransport(on_verdict=...)`."""
+    """`enrich_span` on the active span; pass it as `RefusalTransport(on_verdict=...)`.
+
+    When the active span records nothing and stands in for a span `RefusalSpanProcessor`
+    knows, that span is enriched instead.
+    """
     # Lazy: opentelemetry is an optional extra.
     from opentelemetry import trace  # noqa: PLC0415
 
-    enrich_span(trace.get_current_span(), result)
+    enrich_span(_recording(trace.get_current_span()), result)
+
+
+_BLOCKED = (FinishReason.REFUSAL, FinishReason.CONTENT_FILTER)
+
+
+class RefusalMetrics:
+    """OpenTelemetry counters of what the verdicts say.
+
+    | instrument | unit | attributes |
+    |---|---|---|
+    | `gen_ai.client.refusals.requests` | `{request}` | provider, model, finish reason |
+    | `gen_ai.client.refusals.blocked` | `{request}` | provider, model, kind, category |
+    | `gen_ai.client.refusals.blocked_tokens` | `{token}` | provider, model, token type |
+    | `gen_ai.client.refusals.fallbacks` | `{fallback}` | provider, model, outcome |
+
+    Attribute names follow the GenAI conventions (`gen_ai.provider.name`,
+    `gen_ai.request.model`, `gen_ai.token.type`), plus `refusals.finish_reason`,
+    `refusals.kind`, `refusals.category` and `refusals.outcome`.
+    """
+
+    def __init__(self, meter_provider: MeterProvider | None = None) -> None:
+        from opentelemetry import metrics  # noqa: PLC0415
+
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter("refusals")
+        self._requests = meter.create_counter(
+            "gen_ai.client.refusals.requests",
+            unit="{request}",
+            description="Model responses, by finish reason.",
+        )
+        self._blocked = meter.create_counter(
+            "gen_ai.client.refusals.blocked",
+            unit="{request}",
+            description="Refused and content-filtered responses.",
+        )
+        self._tokens = meter.create_counter(
+            "gen_ai.client.refusals.blocked_tokens",
+            unit="{token}",
+            description="Tokens spent on refused and content-filtered requests.",
+        )
+        self._fallbacks = meter.create_counter(
+            "gen_ai.client.refusals.fallbacks",
+            unit="{fallback}",
+            description="Fallback hops, by outcome.",
+        )
+
+    def record(self, result: LLMResponse | ResponseVerdict) -> None:
+        """Count one response (fits `RefusalTransport(on_verdict=...)`)."""
+        response = _response_of(result)
+        base: dict[str, str] = {
+            "gen_ai.provider.name": response.provider or "unknown",
+            "gen_ai.request.model": response.model or "unknown",
+        }
+        finish = response.finish_reason
+        self._requests.add(1, {**base, "refusals.finish_reason": finish.value})
+        if finish not in _BLOCKED:
+            return
+        stop = response.stop_details
+        category = (stop.category or (stop.categories or ("",))[0]) if stop is not None else ""
+        self._blocked.add(
+            1, {**base, "refusals.kind": finish.value, "refusals.category": category or "none"}
+        )
+        usage = response.usage
+        if usage is not None:
+            for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
+                if count:
+                    self._tokens.add(count, {**base, "gen_ai.token.type": kind})
+
+    def fallback(self, outcome: str, *, provider: str | None, model: str | None) -> None:
+        """Count one fallback hop (`answered`, `declined`, `failed`, `no_fallback`...)."""
+        self._fallbacks.add(
+            1,
+            {
+                "gen_ai.provider.name": provider or "unknown",
+                "gen_ai.request.model": model or "unknown",
+                "refusals.outcome": outcome,
+            },
+        )
+
