@@ -12,6 +12,8 @@ import ast
 import asyncio
 import inspect
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,12 +113,20 @@ def test_pydantic_ai_example(mock: MockServer, capsys: pytest.CaptureFixture[str
     assert mock.app.count() == 2
 
 
-def test_litellm_example(mock: MockServer, capsys: pytest.CaptureFixture[str]) -> None:
-    ns = _run(
-        _find("litellm.callbacks"), {"claude-opus-4-7": "mock-refusal", "gpt-5": "mock-answer"}
+def test_litellm_example(mock: MockServer) -> None:
+    # In a process of its own: LiteLLM copies `litellm.callbacks` into lists of its own
+    # on first use, and the example sets them (the LiteLLM tests register theirs once).
+    source = BLOCKS[_find("litellm.callbacks")]
+    for old, new in {"claude-opus-4-7": "mock-refusal", "gpt-5": "mock-answer"}.items():
+        source = source.replace(old, new)
+    script = (
+        f"prompt = {PROMPT!r}\n{source}\nprint('RESPONSE:', response.choices[0].message.content)\n"
     )
-    out = capsys.readouterr().out
-    assert "refusals: not sending a request identical" in out
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "refusals: not sending a request identical" in result.stdout
     # The loop sent the prompt once; the router asked the primary once more, then the backup.
     assert mock.app.count(model="mock-refusal") == 2
-    assert ns["response"].choices[0].message.content.startswith("Mock answer")
+    assert "RESPONSE: Mock answer" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
