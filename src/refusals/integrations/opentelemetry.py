@@ -226,4 +226,3 @@ class RefusalMetrics:
                 "refusals.outcome": outcome,
             },
         )
-
