@@ -8,6 +8,7 @@ with the same fallback options, so that the two never disagree about what runs.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,3 +265,16 @@ def model_options(command: _Command) -> _Command:
     for option in reversed(_MODEL_OPTIONS):
         command = option(command)
     return command
+
+
+def start_metrics() -> None:
+    """Count responses and fallback hops as OpenTelemetry metrics when this process has a
+    global meter provider (run under `opentelemetry-instrument`, or set up by a wrapper);
+    otherwise nothing, at no import cost."""
+    if "opentelemetry.metrics" not in sys.modules:
+        return
+    try:
+        from refusals.integrations.opentelemetry import install_if_configured  # noqa: PLC0415
+    except ImportError:
+        return  # the API without the SDK: nothing records metrics anyway
+    install_if_configured()

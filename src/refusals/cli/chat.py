@@ -85,6 +85,7 @@ def chat_command(
         UsageError,
         make_workspace,
         resolve,
+        start_metrics,
     )
     from refusals.cli._models import make_client as build_client  # noqa: PLC0415
     from refusals.loop.agent import Agent  # noqa: PLC0415
@@ -96,6 +97,7 @@ def chat_command(
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         _fail_usage("chat needs a terminal; for scripts use `refusals exec PROMPT` (--json)")
         return
+    start_metrics()
 
     def provider(name: str) -> str | None:
         try:

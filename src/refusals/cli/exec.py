@@ -28,6 +28,7 @@ from refusals.cli._models import (
     make_workspace,
     model_options,
     resolve,
+    start_metrics,
 )
 from refusals.loop.agent import DEFAULT_MAX_TURNS, Agent, TurnResult
 from refusals.loop.events import (
@@ -371,6 +372,7 @@ def exec_command(
       echo "Fix the typo in setup.py" | refusals exec --allow-write -m openai:gpt-5.2 -
     """
     try:
+        start_metrics()
         text = read_prompt(prompt, sys.stdin)
         if output_last_message is not None and not output_last_message.parent.is_dir():
             raise UsageError(

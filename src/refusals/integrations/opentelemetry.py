@@ -21,7 +21,10 @@ active one, and without a global tracer provider it records nothing: add
 stand-in lands on the recording span it stands in for (yours).
 
 `RefusalMetrics(meter_provider)` counts what the verdicts say, as OpenTelemetry metrics
-(docs/integrations.md has the table): pass its `record` as `on_verdict`. With
+(docs/integrations.md has the table): pass its `record` as `on_verdict`, or call
+`install()` to count every response and fallback hop of the `refusals` clients (`exec`
+and `chat` do it themselves when a global meter provider is configured, as
+`opentelemetry-instrument` does). With
 `opentelemetry-exporter-prometheus` (`refusals[prometheus]`) they are scraped like any
 other Prometheus metrics.
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from refusals.integrations.httpx_transport import ResponseVerdict
@@ -58,6 +61,7 @@ __all__ = [
     "RefusalSpanProcessor",
     "enrich_current_span",
     "enrich_span",
+    "install_if_configured",
     "span_attributes",
 ]
 
@@ -216,6 +220,17 @@ class RefusalMetrics:
                 if count:
                     self._tokens.add(count, {**base, "gen_ai.token.type": kind})
 
+    def install(self) -> Callable[[], None]:
+        """Count every response the `refusals` clients return, and each fallback hop of
+        their chains, from now on; returns the function that stops it."""
+        from refusals.transport.base import observe_responses  # noqa: PLC0415
+
+        def hop(outcome: str, from_model: str, to_model: str) -> None:
+            provider, _, model = from_model.partition(":")
+            self.fallback(outcome, provider=provider or None, model=model or from_model)
+
+        return observe_responses(self.record, hop)
+
     def fallback(self, outcome: str, *, provider: str | None, model: str | None) -> None:
         """Count one fallback hop (`answered`, `declined`, `failed`, `no_fallback`...)."""
         self._fallbacks.add(
@@ -226,3 +241,21 @@ class RefusalMetrics:
                 "refusals.outcome": outcome,
             },
         )
+
+
+def install_if_configured() -> RefusalMetrics | None:
+    """`RefusalMetrics(...).install()` on the global meter provider, when one was set (by
+    `opentelemetry-instrument`, or by the application); None, and nothing done, else."""
+    import sys  # noqa: PLC0415
+
+    if "opentelemetry.metrics" not in sys.modules:
+        return None  # nothing configured metrics in this process: no import to pay for
+    from opentelemetry import metrics  # noqa: PLC0415
+    from opentelemetry.sdk.metrics import MeterProvider  # noqa: PLC0415
+
+    provider = metrics.get_meter_provider()
+    if not isinstance(provider, MeterProvider):
+        return None
+    recorder = RefusalMetrics(provider)
+    recorder.install()
+    return recorder

@@ -7,7 +7,8 @@ implement them. Nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -65,6 +66,51 @@ class ModelStream(Protocol):
         include the request in flight.
         """
         ...
+
+
+ResponseObserver = Callable[[LLMResponse], None]
+FallbackObserver = Callable[[str, str, str], None]
+"""Called with a hop's outcome (`answered`, `declined`, `failed`), from model, to model."""
+
+_RESPONSE_OBSERVERS: list[ResponseObserver] = []
+_FALLBACK_OBSERVERS: list[FallbackObserver] = []
+_log = logging.getLogger("refusals.transport")
+
+
+def observe_responses(
+    on_response: ResponseObserver | None = None, on_fallback: FallbackObserver | None = None
+) -> Callable[[], None]:
+    """Have every client report each response it returns (and each fallback hop) to these
+    callables, process-wide, as metrics want; returns the function that stops it. A
+    failing observer is logged, never allowed to break the call it observes."""
+    if on_response is not None:
+        _RESPONSE_OBSERVERS.append(on_response)
+    if on_fallback is not None:
+        _FALLBACK_OBSERVERS.append(on_fallback)
+
+    def stop() -> None:
+        if on_response is not None and on_response in _RESPONSE_OBSERVERS:
+            _RESPONSE_OBSERVERS.remove(on_response)
+        if on_fallback is not None and on_fallback in _FALLBACK_OBSERVERS:
+            _FALLBACK_OBSERVERS.remove(on_fallback)
+
+    return stop
+
+
+def report_response(response: LLMResponse) -> None:
+    for observer in tuple(_RESPONSE_OBSERVERS):
+        try:
+            observer(response)
+        except Exception as exc:
+            _log.warning("refusals: a response observer failed (%s)", type(exc).__name__)
+
+
+def report_fallback(outcome: str, from_model: str, to_model: str) -> None:
+    for observer in tuple(_FALLBACK_OBSERVERS):
+        try:
+            observer(outcome, from_model, to_model)
+        except Exception as exc:
+            _log.warning("refusals: a fallback observer failed (%s)", type(exc).__name__)
 
 
 class ModelClient(Protocol):

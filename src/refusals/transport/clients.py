@@ -64,6 +64,7 @@ from refusals.transport.base import (
     Attempt,
     ModelClient,
     ModelStream,
+    report_response,
     shows_output,
 )
 from refusals.transport.fallback import BlockPolicy, Confirm, FallbackChain
@@ -529,6 +530,12 @@ class HTTPClient:
             result.error = dataclasses.replace(error, message=message)
         return result
 
+    def _final(self, result: LLMResponse, headers: Mapping[str, str] | None) -> LLMResponse:
+        """`_finish` for the response a call ends with, reported to the observers."""
+        finished = self._finish(result, headers)
+        report_response(finished)
+        return finished
+
     def _connection_failure(self, exc: BaseException, attempts: int) -> LLMResponse:
         what = type(exc).__name__
         detail = self.scrub(str(exc)) or "no details"
@@ -536,7 +543,7 @@ class HTTPClient:
         message = (
             f"could not reach {self.model} at {self.base_url} ({what}: {detail}) after {tries}"
         )
-        return self._finish(
+        return self._final(
             LLMResponse(
                 finish_reason=FinishReason.ERROR,
                 error=ProviderError(ErrorKind.TRANSIENT, code=_timeout_code(exc), message=message),
@@ -596,7 +603,7 @@ class HTTPClient:
                     call.mark_retried()
                     await self.retry.sleep(delay)
                     continue
-            return self._finish(result, reply.headers)
+            return self._final(result, reply.headers)
 
     def _read_cut(
         self, body: bytes, status: int, headers: Mapping[str, str], broke: BaseException | str
@@ -746,7 +753,7 @@ class HTTPStream:
             call.mark_retried()
             await client.retry.sleep(delay)
             return None
-        self._response = client._finish(result, reply.headers)
+        self._response = client._final(result, reply.headers)
         return self._response
 
     async def _decode(
@@ -831,7 +838,7 @@ class HTTPStream:
                 await client.retry.sleep(delay)
                 yield None
                 return
-        self._response = client._finish(result, reply.headers)
+        self._response = client._final(result, reply.headers)
         for event in [*held, *closing]:
             yield self._clean(event)
 
@@ -847,7 +854,7 @@ class HTTPStream:
         self._call.record(
             started, reply.status_code, request_id=_request_id(reply.headers), error=error
         )
-        self._response = self._client._finish(result, reply.headers)
+        self._response = self._client._final(result, reply.headers)
 
     def _clean(self, event: StreamEvent) -> StreamEvent:
         """A stream error's message without this client's credentials."""

@@ -41,7 +41,13 @@ from refusals.model import Fallback, FinishReason, LLMResponse, StopDetails
 from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam, StreamEvent, Verdict
-from refusals.transport.base import Attempt, ModelClient, ModelStream, shows_output
+from refusals.transport.base import (
+    Attempt,
+    ModelClient,
+    ModelStream,
+    report_fallback,
+    shows_output,
+)
 from refusals.transport.builders import FALLBACK_CREDIT_BETA
 
 if TYPE_CHECKING:
@@ -277,9 +283,28 @@ class _Route:
         self.hops += 1
 
 
-def _compose(final: LLMResponse, details: list[str], prefill: str | None) -> LLMResponse:
+def _report_hops(final: LLMResponse, details: list[str]) -> None:
+    """Each hop of a finished call, with its outcome, to the fallback observers."""
+    hops = [orjson.loads(detail) for detail in details]
+    answered = [i for i, hop in enumerate(hops) if hop.get("type") == "fallback"]
+    for index, hop in enumerate(hops):
+        if hop.get("type") == "fallback_failed":
+            outcome = "failed"
+        elif answered and index == answered[-1] and not _is_blocked(final):
+            outcome = "answered"
+        else:
+            outcome = "declined"
+        report_fallback(outcome, str(hop["from"]["model"]), str(hop["to"]["model"]))
+
+
+def _compose(
+    final: LLMResponse, details: list[str], prefill: str | None, *, report: bool = True
+) -> LLMResponse:
     """The answering (or last declining) response with the chain's hops recorded (a copy:
-    the hop's own response is left as it came)."""
+    the hop's own response is left as it came). `report`: the call is over, and its hops
+    go to the fallback observers."""
+    if report:
+        _report_hops(final, details)
     content = final.content
     if prefill and not _is_blocked(final):
         content = prefill + (content or "")
@@ -457,7 +482,7 @@ class ChainStream:
     @property
     def response(self) -> LLMResponse:
         if not self._done and self._inner is not None:
-            return _compose(self._inner.response, self._details, self._prefill)
+            return _compose(self._inner.response, self._details, self._prefill, report=False)
         return self._response
 
     @property
