@@ -221,3 +221,39 @@ def test_an_exec_run_a_fallback_answered_counts_as_served_by_a_fallback(tmp_path
     [verdict] = map(orjson.loads, result.stdout.splitlines())
     assert verdict["finish_reason"] == "stop"
     assert verdict["served_by_fallback"] is True
+
+
+def _closed_after_one_line(args: list[str]) -> tuple[int, bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "refusals", "scan", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # as `| head -1` does
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    return code, proc.stderr.read()
+
+
+def test_a_closed_pipe_is_141_in_one_process_and_for_the_table_too(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    write_bench_file(big, 4_000_000)
+    for args in (["--json", "--jobs", "1"], []):
+        code, err = _closed_after_one_line([str(big), *args])
+        assert code == 141, (args, err)
+        # The reader went away: that is no fault of the file being read.
+        assert b"unreadable" not in err and b"Traceback" not in err
+
+
+def test_the_table_is_whole_when_not_on_a_terminal(tmp_path: Path) -> None:
+    body = orjson.loads((FIXTURES / "anthropic/vercel-refusal-cyber.json").read_bytes())
+    body["model"] = "claude-a-model-name-long-enough-to-wrap-an-eighty-column-table"
+    (tmp_path / "r.json").write_bytes(orjson.dumps(body))
+    result = run(str(tmp_path))
+    assert result.returncode == 0
+    lines = result.stdout.decode().splitlines()
+    assert any(f"anthropic:{body['model']}" in line and " 1 " in line for line in lines)

@@ -378,15 +378,33 @@ def _quiet_exit(code: int) -> None:
     sys.exit(code)
 
 
+def _console(stream: Any) -> Any:
+    """A rich console for `stream`: a terminal's own width, else one wide enough that no
+    table is cut or wrapped (a pipe or a CI log has no width to fit). A closed pipe raises
+    `BrokenPipeError` (exit 141), where rich would exit 1."""
+    from rich.console import Console  # noqa: PLC0415
+
+    console = Console(
+        file=stream, highlight=False, width=None if stream.isatty() else _UNBOUNDED_WIDTH
+    )
+
+    def broken_pipe() -> None:
+        raise BrokenPipeError
+
+    console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
+    return console
+
+
+_UNBOUNDED_WIDTH = 4096
+
+
 def _report(
     summary: Summary, records_on_stdout: bool, chart: _Staged | None, path: _Staged | None
 ) -> None:
-    from rich.console import Console  # noqa: PLC0415
-
     if records_on_stdout:
-        render_problems(summary, Console(file=sys.stderr, highlight=False))
+        render_problems(summary, _console(sys.stderr))
     else:
-        render_table(summary, Console(highlight=False))
+        render_table(summary, _console(sys.stdout))
     if chart is not None:
         write_chart(summary, chart.temporary)
     if path is not None:

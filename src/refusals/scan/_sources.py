@@ -428,6 +428,8 @@ def _scan_lines(
                 add(record)
                 if sink is not None:
                     sink(record)
+    except BrokenPipeError:
+        raise  # the reader of our output went away (`| head`): not a fault of this file
     except Exception as exc:  # a truncated or corrupt compressed stream
         # Line numbers of a later part are relative until the engine shifts them.
         where = f" (after line {number})" if task.part == 0 else ""
