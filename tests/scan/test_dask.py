@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,3 +91,35 @@ def test_per_record_outputs_need_the_local_engine(corpus: tuple[Path, Truth]) ->
     )
     assert result.returncode == 2
     assert b"--engine dask computes the summary only" in result.stderr
+
+
+def test_a_relative_path_is_read_by_workers_whose_directory_is_not_ours(
+    corpus: tuple[Path, Truth], cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # The workers run in this process's directory; the CLI runs in the corpus's parent
+    # and names the corpus relatively, as the docs do.
+    root, truth = corpus
+    target = tmp_path / "summary.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", root.name, "--engine", "dask",
+         "--scheduler", cluster.scheduler_address, "--summary-json", str(target)],
+        capture_output=True, timeout=120, check=False, cwd=root.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert orjson.loads(target.read_bytes())["records"] == truth.records
+
+
+def test_an_unreachable_scheduler_is_one_line_and_exit_2_within_the_timeout(
+    corpus: tuple[Path, Truth],
+) -> None:
+    root, _ = corpus
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", str(root), "--engine", "dask",
+         "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "2"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
+    assert time.monotonic() - started < 20

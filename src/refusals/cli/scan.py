@@ -15,7 +15,15 @@ from typing import Any
 import click
 import orjson
 
-from refusals.scan import LAYOUTS, ScanRecord, Summary, default_jobs, scan_dask, scan_local
+from refusals.scan import (
+    LAYOUTS,
+    ScanRecord,
+    SchedulerUnreachable,
+    Summary,
+    default_jobs,
+    scan_dask,
+    scan_local,
+)
 from refusals.scan._outputs import (
     ParquetWriter,
     csv_writer,
@@ -221,6 +229,10 @@ def _stage(path: str) -> _Staged:
 )
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address (--engine dask).")
 @click.option(
+    "--connect-timeout", default=10.0, show_default=True, type=click.FloatRange(min=0.1),
+    metavar="SECONDS", help="How long to wait for the Dask scheduler to answer.",
+)  # fmt: skip
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Show bytes and records per second on stderr  [default: when stderr is a terminal]",
@@ -242,6 +254,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     jobs: int | None,
     engine: str,
     scheduler: str | None,
+    connect_timeout: float,
     progress: bool | None,
     fail_on_rate: str | None,
 ) -> None:
@@ -336,7 +349,13 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         bar = _ProgressBar(_total_bytes(paths)) if show_progress else None
         try:
             if engine == "dask":
-                summary = scan_dask(paths, scheduler, layout=layout, progress=bar)
+                summary = scan_dask(
+                    paths,
+                    scheduler,
+                    layout=layout,
+                    progress=bar,
+                    connect_timeout=connect_timeout,
+                )
             else:
                 summary = scan_local(
                     paths, layout=layout, jobs=jobs or default_jobs(), sink=sink, progress=bar
@@ -363,6 +382,8 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         _quiet_exit(EXIT_BROKEN_PIPE)
+    except SchedulerUnreachable as exc:
+        _usage(str(exc))
     finally:
         for out in staged:
             out.discard()

@@ -19,7 +19,13 @@ from refusals.scan._classify import (
     openai_batch_response,
     record_from_response,
 )
-from refusals.scan._engine import default_jobs, scan_dask, scan_local, summarize_file
+from refusals.scan._engine import (
+    SchedulerUnreachable,
+    default_jobs,
+    scan_dask,
+    scan_local,
+    summarize_file,
+)
 from refusals.scan._record import COLUMNS, ScanRecord
 from refusals.scan._sources import Task, expand_paths, plan, run_task, sniff_layout
 from refusals.scan._summary import BoundedCounter, Problem, Summary
@@ -32,6 +38,7 @@ __all__ = [
     "Classifier",
     "Problem",
     "ScanRecord",
+    "SchedulerUnreachable",
     "Summary",
     "Task",
     "anthropic_batch_response",

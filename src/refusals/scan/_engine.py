@@ -166,24 +166,40 @@ def summarize_file(path: str, layout: str = "auto") -> Summary:
     return summary
 
 
+class SchedulerUnreachable(Exception):
+    """The Dask scheduler did not answer; the message says where and what to check."""
+
+
 def scan_dask(
     paths: Iterable[str],
     scheduler: Any,
     *,
     layout: str = "auto",
     progress: Progress | None = None,
+    connect_timeout: float = 10.0,
 ) -> Summary:
     """Scan on a Dask cluster: one task per file, partial summaries merged as they finish.
 
     `scheduler` is a scheduler address (`tcp://host:8786`) or a `distributed.Client`.
-    Every worker needs `refusals` installed and the files at the same paths.
+    Every worker needs `refusals` installed and the files at the same paths; paths are
+    made absolute here, since a worker's working directory is not ours. A scheduler that
+    does not answer within `connect_timeout` seconds raises `SchedulerUnreachable`.
     """
     # Imported here: the dask extra is optional, and its API is untyped.
     distributed: Any = importlib.import_module("distributed")
 
-    files = list(expand_paths(paths))
+    files = [os.path.abspath(path) for path in expand_paths(paths)]
     owned = not isinstance(scheduler, distributed.Client)
-    client = distributed.Client(scheduler) if owned else scheduler
+    if owned:
+        try:
+            client = distributed.Client(scheduler, timeout=connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise SchedulerUnreachable(
+                f"cannot reach the Dask scheduler at {scheduler} within {connect_timeout:g} s "
+                f"({type(exc).__name__}); is it running, and is the address right?"
+            ) from None
+    else:
+        client = scheduler
     try:
         futures = client.map(summarize_file, files, layout=layout, pure=False)
         summary = Summary()
