@@ -83,7 +83,9 @@ def test_resubmit_lists_refused_batch_requests_with_their_recommended_model(
     assert result.returncode == 0, result.stderr
     lines = [orjson.loads(line) for line in target.read_bytes().splitlines()]
     assert len(lines) == truth.resubmit
-    assert {line["recommended_model"] for line in lines} == {"claude-fable-5"}
+    # Never the model that refused: that one would only refuse again.
+    assert {line["recommended_model"] for line in lines} == {"claude-opus-4-8"}
+    assert all(line["model"] != line["recommended_model"] for line in lines)
     assert all(line["custom_id"].startswith("request-") for line in lines)
 
 

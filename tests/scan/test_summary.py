@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refusals.scan import BoundedCounter, Problem, ScanRecord, Summary
+from refusals.scan._outputs import same_model
 
 FINISHES = ["stop", "length", "refusal", "content_filter", "error"]
 
@@ -135,3 +136,11 @@ def test_only_refused_and_filtered_records_count_tokens_and_explanations() -> No
         "output_tokens": 5,
     }
     assert [key for key, _ in summary.explanations.items()] == [("refusal", None, "Because.")]
+
+
+def test_same_model_tells_a_snapshot_from_another_model() -> None:
+    assert same_model("claude-fable-5", "Claude-Fable-5 ")
+    assert same_model("claude-opus-4-8", "claude-opus-4-8-20260101")
+    assert not same_model("claude-opus-4-8", "claude-opus-4-8-mini")
+    assert not same_model("claude-opus-4", "claude-opus-4-8")
+    assert not same_model(None, "claude-opus-4-8")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -63,6 +64,21 @@ def _inert(text: str) -> str:
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
+def same_model(first: str | None, second: str | None) -> bool:
+    """Whether two model names name one model: equal but for case, or one the other with
+    a dated snapshot suffix (`claude-opus-4-8` and `claude-opus-4-8-20260101`)."""
+    if not first or not second:
+        return False
+    a, b = first.strip().lower(), second.strip().lower()
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short) and _SNAPSHOT.fullmatch(long[len(short) :]) is not None
+
+
+_SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})")
+
+
 def resubmit_writer(out: IO[bytes]) -> Callable[[ScanRecord], None]:
     """Write the refused batch requests that carry a recommended model, one per line.
 
@@ -77,6 +93,8 @@ def resubmit_writer(out: IO[bytes]) -> Callable[[ScanRecord], None]:
             and record.recommended_model
             and record.id
             and record.layout in BATCH_LAYOUTS
+            # Sending it again to the model that refused would only be refused again.
+            and not same_model(record.recommended_model, record.model)
         ):
             line = {
                 "custom_id": record.id,

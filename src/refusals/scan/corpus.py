@@ -144,9 +144,31 @@ ANTHROPIC_BATCH = (
         8,
     ),
     Template(
+        # It recommends the model that refused: no --resubmit candidate.
         "anthropic/vercel-refusal-cyber.json",
-        _e("anthropic", "claude-fable-5", "refusal", "cyber", resubmit=True),
+        _e("anthropic", "claude-fable-5", "refusal", "cyber"),
         3,
+    ),
+    Template(
+        None,
+        _e("anthropic", "claude-fable-5", "refusal", "cyber", resubmit=True),
+        2,
+        body={
+            "id": "msg_01RecommendsAnother",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-fable-5",
+            "content": [],
+            "stop_reason": "refusal",
+            "stop_sequence": None,
+            "stop_details": {
+                "type": "refusal",
+                "category": "cyber",
+                "explanation": "This request was declined under the cyber policy.",
+                "recommended_model": "claude-opus-4-8",
+            },
+            "usage": {"input_tokens": 18, "output_tokens": 1},
+        },
     ),
     Template(
         "anthropic/written/refusal-reasoning-extraction.json",
@@ -275,9 +297,11 @@ def anthropic_batch_line(template: Template, index: int, root: Path) -> dict[str
     custom_id = f"request-{index}"
     if template.body in ("canceled", "expired"):
         return {"custom_id": custom_id, "result": {"type": template.body}}
-    if template.fixture is None:
+    if template.fixture is None and not (
+        isinstance(template.body, dict) and template.body.get("type") == "message"
+    ):
         return {"custom_id": custom_id, "result": {"type": "errored", "error": template.body}}
-    body = _load(template.fixture, root)
+    body = template.body if template.fixture is None else _load(template.fixture, root)
     if body.get("type") == "error":
         return {"custom_id": custom_id, "result": {"type": "errored", "error": body}}
     return {
