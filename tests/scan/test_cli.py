@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import signal
 import subprocess
 import sys
@@ -98,6 +99,8 @@ def test_the_chart_is_a_png_or_an_svg(corpus: tuple[Path, Truth], tmp_path: Path
     text = svg.read_text()
     assert "<svg" in text
     assert "Refusal and filter rates by model" in text
+    # Each model's bar says how many records it rests on.
+    assert re.search(r"openai:gpt-4o-2024-08-06 \(n=\d+\)", text)
 
 
 def test_fail_on_rate_exits_1_only_above_the_rate(corpus: tuple[Path, Truth]) -> None:

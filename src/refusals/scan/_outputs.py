@@ -346,7 +346,8 @@ def write_chart(summary: Summary, path: str) -> None:
     total = summary.records
     height = max(3.0, 0.4 * max(len(models), len(categories), 1) + 1.5)
     figure, (left, right) = plt.subplots(1, 2, figsize=(13, height))
-    names = [f"{r['provider'] or '-'}:{r['model'] or '-'}" for r in models]
+    # Each model's record count beside its name: a 100% rate over 2 records is no trend.
+    names = [f"{r['provider'] or '-'}:{r['model'] or '-'} (n={r['records']})" for r in models]
     refused = [100 * r["refusal"] / r["records"] for r in models]
     filtered = [100 * r["content_filter"] / r["records"] for r in models]
     positions = list(range(len(models)))
@@ -358,7 +359,9 @@ def write_chart(summary: Summary, path: str) -> None:
     left.set_title("Refusal and filter rates by model")
     left.set_xlim(0, 115)
     left.legend(loc="best")
-    labels = [f"{r['category'] or '(none)'} ({r['finish_reason']})" for r in categories]
+    labels = [
+        f"{r['category'] or '(none)'} ({r['finish_reason']}, n={r['records']})" for r in categories
+    ]
     rates = [100 * r["records"] / total if total else 0.0 for r in categories]
     colors = ["#c0392b" if r["finish_reason"] == "refusal" else "#8e44ad" for r in categories]
     right.barh(range(len(categories)), rates, color=colors)
