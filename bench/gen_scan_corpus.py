@@ -3,8 +3,9 @@
     python bench/gen_scan_corpus.py DIR [--records N] [--seed S]
     python bench/gen_scan_corpus.py FILE.jsonl --bytes 100000000   one large plain file
 
-The corpus is built from the recorded payloads in tests/fixtures (see
-`refusals.scan.corpus`, which the tests import too).
+The corpus is built from the recorded payloads `refusals.scan.corpus` ships (copies of
+tests/fixtures), so it works from an installed package too; `refusals scan --demo-corpus
+DIR` writes the same directory corpus.
 """
 
 from __future__ import annotations

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 
+import refusals
 from refusals.scan import ScanRecord, Summary, scan_local
-from refusals.scan.corpus import Truth
+from refusals.scan.corpus import FIXTURES, Truth
 
 
 def _groups(summary: Summary) -> dict[tuple[str | None, ...], int]:
@@ -85,3 +90,42 @@ def test_the_refused_batch_requests_with_a_recommended_model_are_found(
     assert truth.resubmit > 0
     assert len(candidates) == truth.resubmit
     assert {r.recommended_model for r in candidates} == {"claude-opus-4-8"}
+
+
+def test_the_shipped_demo_payloads_are_the_test_fixtures_byte_for_byte() -> None:
+    shipped = sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.name != "SOURCES.md")
+    assert len(shipped) >= 30
+    tests_fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    for path in shipped:
+        relative = path.relative_to(FIXTURES)
+        assert path.read_bytes() == (tests_fixtures / relative).read_bytes(), relative
+        assert f"`{relative}`" in (FIXTURES / "SOURCES.md").read_text()
+
+
+def test_the_demo_corpus_is_written_from_an_installed_copy(tmp_path: Path) -> None:
+    # The package alone, away from the source checkout (as site-packages holds it).
+    installed = tmp_path / "site"
+    shutil.copytree(Path(refusals.__file__).parent, installed / "refusals")
+    target = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", "--demo-corpus", str(target),
+         "--records", "50"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    truth = orjson.loads(result.stdout)
+    scanned = subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", "--summary-json", str(tmp_path / "s.json"),
+         str(target)],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+    )  # fmt: skip
+    assert scanned.returncode == 0, scanned.stderr
+    summary = orjson.loads((tmp_path / "s.json").read_bytes())
+    assert summary["records"] == truth["records"] > 0
+    again = subprocess.run(
+        [sys.executable, "-m", "refusals", "scan", "--demo-corpus", str(target)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert again.returncode == 2 and "not empty" in again.stderr

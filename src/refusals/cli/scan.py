@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -200,7 +201,16 @@ def _stage(path: str) -> _Staged:
 
 
 @click.command("scan", short_help="Count refusals and filter stops across recorded logs.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True), metavar="PATH...")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="PATH...")
+@click.option(
+    "--demo-corpus", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+    help="Write a demo corpus of real recorded payloads in every layout to DIR (then scan "
+    "it), and print what a scan must count.",
+)  # fmt: skip
+@click.option(
+    "--records", default=300, show_default=True, type=click.IntRange(1, 10_000_000),
+    help="With --demo-corpus: records per large file.",
+)  # fmt: skip
 @click.option(
     "--format",
     "layout",
@@ -244,6 +254,8 @@ def _stage(path: str) -> _Staged:
 )
 def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes them
     paths: tuple[str, ...],
+    demo_corpus: Path | None,
+    records: int,
     layout: str,
     as_json: bool,
     as_csv: bool,
@@ -271,10 +283,18 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
       refusals scan results.jsonl --resubmit resubmit.jsonl
       refusals scan logs/ --fail-on-rate 2%      exit 1 when more than 2% are blocked
       refusals scan s3-mirror/ --engine dask --scheduler tcp://10.0.0.5:8786
+      refusals scan --demo-corpus demo && refusals scan demo
 
     Exit codes: 0 scanned (bad records and unreadable files are reported, not fatal),
     1 --fail-on-rate exceeded, 2 usage error, 130 interrupted, 141 output pipe closed.
     """
+    if demo_corpus is not None:
+        if paths:
+            _usage("--demo-corpus writes a corpus; scan it with a second command, not PATHs")
+        _write_demo(demo_corpus, records)
+        return
+    if not paths:
+        _usage("give a PATH to scan (a file or a directory), or --demo-corpus DIR to write one")
     if as_json and as_csv:
         _usage("--json and --csv both print to standard output; choose one")
     rate = _parse_rate(fail_on_rate)
@@ -387,6 +407,24 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     finally:
         for out in staged:
             out.discard()
+
+
+def _write_demo(target: Path, records: int) -> None:
+    from refusals.scan.corpus import generate  # noqa: PLC0415 - only for this option
+
+    if target.exists() and any(target.iterdir()):
+        _usage(f"--demo-corpus {target}: the directory is not empty; give a new one")
+    try:
+        truth = generate(target, records=records)
+    except OSError as exc:
+        _usage(f"--demo-corpus {target}: cannot write there ({exc.strerror})")
+    click.echo(
+        f"wrote a demo corpus to {target}: {truth.records} records in every layout "
+        f"({truth.bad_records} bad lines mixed in); `refusals scan {target}` counts them",
+        err=True,
+    )
+    summary = {"records": truth.records, "bad_records": truth.bad_records}
+    click.echo(orjson.dumps({**summary, "by_finish": truth.by_finish()}).decode())
 
 
 def _quiet_exit(code: int) -> None:

@@ -1,11 +1,13 @@
 """A realistic mixed corpus for tests and benchmarks, with its ground-truth counts.
 
-Records are built from real recorded payloads (`tests/fixtures/`, see its SOURCES.md)
-wrapped in every layout `refusals scan` reads: OpenAI Batch output, Anthropic Message
-Batches results, JSON lines of mixed providers, single documents, recorded streams and
-`exec --json` event logs, plain, gzip and zstd, with bad lines mixed in. Each template
-carries its expected verdict, written by hand from the provider's documented meaning,
-so the truth does not come from the classifier under test.
+Records are built from real recorded payloads (copies of `tests/fixtures/` shipped
+in `demo_fixtures/` beside this module, see its SOURCES.md, so that it works from
+an installed package: `refusals scan --demo-corpus DIR`), wrapped in every layout
+`refusals scan` reads: OpenAI Batch output, Anthropic Message Batches results, JSON
+lines of mixed providers, single documents, recorded streams and `exec --json` event
+logs, plain, gzip and zstd, with bad lines mixed in. Each template carries its
+expected verdict, written by hand from the provider's documented meaning, so the
+truth does not come from the classifier under test.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 
 import orjson
 
-FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures"
-"""The recorded payloads the corpus is built from (a source checkout's test fixtures)."""
+FIXTURES = Path(__file__).resolve().parent / "demo_fixtures"
+"""The recorded payloads the corpus is built from (byte-identical copies of the test
+fixtures it names; tests/scan/test_corpus.py checks they stay so)."""
 
 GroupKey = tuple[str | None, str | None, str, str | None]
 
