@@ -12,8 +12,8 @@ import orjson
 import pytest
 from distributed import Client, LocalCluster
 
-from refusals.scan import scan_dask, scan_local
-from refusals.scan.corpus import Truth
+from refusals.scan import ScanRecord, Task, plan, scan_dask, scan_local
+from refusals.scan.corpus import Truth, write_bench_file
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +70,40 @@ def test_the_cli_runs_on_a_scheduler_address(
     assert orjson.loads(target.read_bytes()) == scan_local([str(root)], jobs=1).to_json()
 
 
-def test_per_record_outputs_need_the_local_engine(corpus: tuple[Path, Truth]) -> None:
+def test_per_record_outputs_equal_the_local_engines_in_file_and_line_order(
+    corpus: tuple[Path, Truth], cluster: LocalCluster, tmp_path: Path
+) -> None:
     root, _ = corpus
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "refusals",
-            "scan",
-            str(root),
-            "--engine",
-            "dask",
-            "--scheduler",
-            "tcp://127.0.0.1:1",
-            "--json",
-        ],
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert b"--engine dask computes the summary only" in result.stderr
+    outputs = {}
+    for engine in ("local", "dask"):
+        extra = ["--engine", "dask", "--scheduler", cluster.scheduler_address]
+        result = subprocess.run(
+            [sys.executable, "-m", "refusals", "scan", str(root), "--json",
+             "--resubmit", str(tmp_path / f"{engine}.resubmit.jsonl"),
+             *(extra if engine == "dask" else ["--jobs", "2"])],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        outputs[engine] = (result.stdout, (tmp_path / f"{engine}.resubmit.jsonl").read_bytes())
+    assert outputs["dask"] == outputs["local"]
+    assert outputs["dask"][0].count(b"\n") > 100
+
+
+def test_one_large_file_is_split_across_the_workers(cluster: LocalCluster, tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    write_bench_file(big, 3_000_000)
+    chunk = 256 * 1024
+    # The one file is many tasks, for the two workers to share.
+    assert sum(isinstance(t, Task) for t in plan([str(big)], chunk_bytes=chunk)) >= 8
+    local_records: list[ScanRecord] = []
+    local = scan_local([str(big)], jobs=1, sink=local_records.append, chunk_bytes=chunk)
+    dask_records: list[ScanRecord] = []
+    with Client(cluster, timeout=30) as client:  # type: ignore[no-untyped-call]
+        distributed = scan_dask([str(big)], client, sink=dask_records.append, chunk_bytes=chunk)
+    assert distributed == local
+    assert [r.line for r in dask_records] == [r.line for r in local_records]
+    assert dask_records == local_records
+    assert distributed.records > 1000
 
 
 def test_a_relative_path_is_read_by_workers_whose_directory_is_not_ours(

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
 from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
-from refusals.scan.corpus import FIXTURES, Truth, write_bench_file
+from refusals.scan.corpus import Truth, write_bench_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 Rows = list[tuple[Any, ...]]
 

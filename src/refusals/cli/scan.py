@@ -304,16 +304,10 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         _require("parquet")
     if chart is not None:
         _require("chart")
-    per_record = as_json or as_csv or parquet is not None or resubmit is not None
     if engine == "dask":
         _require("dask")
         if scheduler is None:
             _usage("--engine dask needs --scheduler ADDRESS (for example tcp://host:8786)")
-        if per_record:
-            _usage(
-                "--engine dask computes the summary only; --json, --csv, --parquet and "
-                "--resubmit need the local engine"
-            )
     elif scheduler is not None:
         _usage("--scheduler works with --engine dask")
 
@@ -375,6 +369,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
                     layout=layout,
                     progress=bar,
                     connect_timeout=connect_timeout,
+                    sink=sink,
                 )
             else:
                 summary = scan_local(

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from refusals.scan._record import ScanRecord
-from refusals.scan._sources import Sink, Task, TaskResult, expand_paths, plan, run_task
+from refusals.scan._sources import Sink, Task, TaskResult, plan, run_task
 from refusals.scan._summary import Problem, Summary
 
 Progress = Callable[[int, int], None]
@@ -177,18 +177,31 @@ def scan_dask(
     layout: str = "auto",
     progress: Progress | None = None,
     connect_timeout: float = 10.0,
+    sink: Sink | None = None,
+    chunk_bytes: int | None = None,
 ) -> Summary:
-    """Scan on a Dask cluster: one task per file, partial summaries merged as they finish.
+    """Scan on a Dask cluster: the local engine's tasks (a large uncompressed file split
+    into byte ranges), run by the workers, their summaries merged in file order.
 
     `scheduler` is a scheduler address (`tcp://host:8786`) or a `distributed.Client`.
     Every worker needs `refusals` installed and the files at the same paths; paths are
-    made absolute here, since a worker's working directory is not ours. A scheduler that
-    does not answer within `connect_timeout` seconds raises `SchedulerUnreachable`.
+    made absolute here, since a worker's working directory is not ours. `sink` receives
+    every record in file and line order, as the local engine gives them (the workers send
+    each task's records back). A scheduler that does not answer within `connect_timeout`
+    seconds raises `SchedulerUnreachable`.
     """
     # Imported here: the dask extra is optional, and its API is untyped.
     distributed: Any = importlib.import_module("distributed")
 
-    files = [os.path.abspath(path) for path in expand_paths(paths)]
+    absolute = [os.path.abspath(path) for path in paths]
+    options = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
+    summary = Summary()
+    tasks: list[Task] = []
+    for item in plan(absolute, layout, **options):
+        if isinstance(item, Problem):
+            summary.add_problem(item)
+        else:
+            tasks.append(item)
     owned = not isinstance(scheduler, distributed.Client)
     if owned:
         try:
@@ -201,24 +214,52 @@ def scan_dask(
     else:
         client = scheduler
     try:
-        futures = client.map(summarize_file, files, layout=layout, pure=False)
-        summary = Summary()
+        futures = client.map(_dask_task, tasks, keep=sink is not None, pure=False)
+        order = {future.key: index for index, future in enumerate(futures)}
+        results: dict[int, tuple[TaskResult, list[tuple[Any, ...]] | None]] = {}
+        bases: dict[str, int] = {}
+        following = 0
         done_bytes = 0
-        sizes = dict(zip([f.key for f in futures], [_size(p) for p in files], strict=True))
+        records = 0
         for future in distributed.as_completed(futures):
-            summary.merge(future.result())
-            done_bytes += sizes.get(future.key, 0)
-            if progress is not None:
-                progress(done_bytes, summary.records)
+            index = order[future.key]
+            results[index] = future.result()
             future.release()
+            done_bytes += tasks[index].size
+            records += results[index][0].summary.records
+            if progress is not None:
+                progress(done_bytes, records)
+            # Absorb the finished prefix in task order: line numbers of a later part of a
+            # file follow the lines of the parts before it, and records keep file order.
+            while following in results:
+                result, rows = results.pop(following)
+                path = result.task.path
+                base = bases.get(path, 0) if result.task.part else 0
+                if base:
+                    result.summary.shift_lines(base)
+                bases[path] = base + result.lines
+                summary.merge(result.summary)
+                if sink is not None and rows is not None:
+                    for row in rows:
+                        shifted = list(row)
+                        shifted[1] += base
+                        sink(ScanRecord(*shifted))
+                following += 1
         return summary
     finally:
         if owned:
             client.close()
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+def _dask_task(task: Task, keep: bool) -> tuple[TaskResult, list[tuple[Any, ...]] | None]:
+    """One task on a worker: its result, and its records (as rows) when they are wanted."""
+    if not keep:
+        return run_task(task), None
+    rows: list[tuple[Any, ...]] = []
+
+    def sink(record: ScanRecord) -> None:
+        rows.append(record.row())
+
+    return run_task(task, sink), rows
+
+
