@@ -135,11 +135,12 @@ class _ProgressBar:
 
 def _total_bytes(paths: tuple[str, ...]) -> int:
     from refusals.scan import expand_paths  # noqa: PLC0415
+    from refusals.scan._sources import UnreadableFile, file_size  # noqa: PLC0415
 
     total = 0
     for path in expand_paths(paths):
-        with contextlib.suppress(OSError):
-            total += os.path.getsize(path)
+        with contextlib.suppress(OSError, UnreadableFile):
+            total += file_size(path)
     return total
 
 
@@ -147,6 +148,9 @@ def _check_outputs(paths: tuple[str, ...], outputs: dict[str, str | None]) -> No
     """Refuse, before anything is opened, an output that would destroy or feed an input:
     one that is an input file, lies in an input directory, is a directory or a FIFO, or
     is named by two options."""
+    from refusals.scan._sources import is_url  # noqa: PLC0415
+
+    paths = tuple(path for path in paths if not is_url(path))  # remote: nothing to destroy
     inputs = [os.path.realpath(path) for path in paths]
     seen: dict[str, str] = {}
     for option, path in outputs.items():
@@ -201,7 +205,7 @@ def _stage(path: str) -> _Staged:
 
 
 @click.command("scan", short_help="Count refusals and filter stops across recorded logs.")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True), metavar="PATH...")
+@click.argument("paths", nargs=-1, metavar="PATH...")
 @click.option(
     "--demo-corpus", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
     help="Write a demo corpus of real recorded payloads in every layout to DIR (then scan "
@@ -295,6 +299,11 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         return
     if not paths:
         _usage("give a PATH to scan (a file or a directory), or --demo-corpus DIR to write one")
+    from refusals.scan._sources import is_url  # noqa: PLC0415
+
+    for path in paths:
+        if not is_url(path) and not os.path.exists(path):
+            _usage(f"{path}: no such file or directory")
     if as_json and as_csv:
         _usage("--json and --csv both print to standard output; choose one")
     rate = _parse_rate(fail_on_rate)

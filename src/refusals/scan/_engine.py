@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from refusals.scan._record import ScanRecord
-from refusals.scan._sources import Sink, Task, TaskResult, plan, run_task
+from refusals.scan._sources import Sink, Task, TaskResult, is_url, plan, run_task
 from refusals.scan._summary import Problem, Summary
 
 Progress = Callable[[int, int], None]
@@ -193,7 +193,7 @@ def scan_dask(
     # Imported here: the dask extra is optional, and its API is untyped.
     distributed: Any = importlib.import_module("distributed")
 
-    absolute = [os.path.abspath(path) for path in paths]
+    absolute = [path if is_url(path) else os.path.abspath(path) for path in paths]
     options = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
     summary = Summary()
     tasks: list[Task] = []

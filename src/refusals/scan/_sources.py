@@ -131,6 +131,8 @@ def open_stream(path: str) -> tuple[IO[bytes], str]:
     Only regular files are read (a FIFO would hang, a device never ends), and a
     compressed stream that inflates like a bomb stops with `DecompressionBomb`.
     """
+    if is_url(path):
+        return _open_url(path)
     try:
         # Non-blocking, so that opening a FIFO does not wait for a writer.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -149,6 +151,52 @@ def open_stream(path: str) -> tuple[IO[bytes], str]:
 
 
 NOT_REGULAR = "not a regular file (a FIFO, device or socket is not read)"
+
+
+def is_url(path: str) -> bool:
+    """Whether `path` is an fsspec URL (`s3://`, `gs://`, `az://`, `file://`...)."""
+    scheme, sep, _ = path.partition("://")
+    return bool(sep) and scheme.replace("+", "").replace("-", "").isalnum()
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    """The fsspec filesystem of `url`, and the path in it (credentials, endpoints: the
+    filesystem's own configuration, e.g. AWS_* or FSSPEC_S3_ENDPOINT_URL)."""
+    try:
+        import fsspec  # noqa: PLC0415 - the remote extra, only for URLs
+    except ImportError:
+        raise UnreadableFile(
+            "reading URLs needs fsspec (and s3fs, gcsfs or adlfs for the store): "
+            "pip install 'refusals[s3]'"
+        ) from None
+    try:
+        fs, found = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise UnreadableFile(f"cannot open {url.partition('://')[0]}:// URLs ({exc})") from None
+    return fs, found
+
+
+def _open_url(url: str) -> tuple[IO[bytes], str]:
+    fs, found = _filesystem(url)
+    try:
+        remote = fs.open(found, "rb", block_size=READ_BYTES)
+    except (OSError, ValueError) as exc:
+        raise UnreadableFile(getattr(exc, "strerror", None) or str(exc)) from None
+    raw = io.BufferedReader(remote, READ_BYTES)
+    try:
+        stream, compression = _open_decompressed(raw)
+    except BaseException:
+        raw.close()
+        raise
+    return stream, compression
+
+
+def file_size(path: str) -> int:
+    """The size of a file or URL, in bytes."""
+    if is_url(path):
+        fs, found = _filesystem(path)
+        return int(fs.size(found))
+    return os.path.getsize(path)
 
 
 def _decompressed(fileio: io.FileIO) -> tuple[IO[bytes], str]:
@@ -268,9 +316,12 @@ _HEAD_BYTES = 64 * 1024
 
 
 def expand_paths(paths: Iterable[str]) -> Iterator[str]:
-    """Files named, and the log files under directories named, in a stable order."""
+    """Files named, and the log files under directories named, in a stable order. A URL
+    may name a file, a "directory" (a prefix) or a glob (`s3://bucket/logs/*.jsonl.gz`)."""
     for path in paths:
-        if os.path.isdir(path):
+        if is_url(path):
+            yield from _expand_url(path)
+        elif os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
@@ -283,13 +334,39 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
             yield path
 
 
+def _expand_url(url: str) -> Iterator[str]:
+    try:
+        fs, found = _filesystem(url)
+        if any(mark in found for mark in "*?["):
+            names = sorted(fs.glob(found))
+        elif fs.isdir(found):
+            names = sorted(
+                name for name in fs.find(found) if _is_log_name(name.rsplit("/", 1)[-1])
+            )
+        else:
+            yield url
+            return
+    except UnreadableFile:
+        yield url  # reported as unreadable when it is planned
+        return
+    for name in names:
+        yield fs.unstrip_protocol(name)
+
+
+def _is_log_name(name: str) -> bool:
+    base = name
+    for suffix in _COMPRESSED_SUFFIXES:
+        base = base.removesuffix(suffix)
+    return base.endswith(_SCANNED_SUFFIXES) and not name.startswith(".")
+
+
 def plan(
     paths: Iterable[str], layout: str = "auto", chunk_bytes: int = CHUNK_BYTES
 ) -> Iterator[Task | Problem]:
     """The tasks that scan `paths`, or a `Problem` for a file that cannot be read."""
     for path in expand_paths(paths):
         try:
-            size = os.path.getsize(path)
+            size = file_size(path)
             found, compression = file_layout(path)
         except (OSError, UnreadableFile) as exc:
             message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
