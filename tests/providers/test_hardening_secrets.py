@@ -10,6 +10,7 @@ repr and every reasoning detail.
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,14 @@ from hypothesis import strategies as st
 from refusals import notice
 from refusals.model import LLMResponse
 from refusals.providers import bedrock, normalize
-from refusals.providers._common import REDACTED, redact
+from refusals.providers._common import (
+    _ASCII_FOLD,
+    _KEPT_NAMES,
+    _SECRETS,
+    REDACTED,
+    may_hold_secret,
+    redact,
+)
 from refusals.transport.streams import decode_stream
 
 ALNUM = string.ascii_letters + string.digits
@@ -301,3 +309,41 @@ def test_prose_after_a_key_name_is_kept_whole(prose: str) -> None:
 )
 def test_a_secret_that_starts_like_a_prose_word_is_still_redacted(text: str, shown: str) -> None:
     assert redact(text) == shown
+
+
+# --- the pre-filter: it may skip the regular expression only where it matches nothing ---
+
+_ANCHOR_PIECES = st.sampled_from(
+    [
+        "Key", "KEY=", "tok", "TOKEN=", "team:", "https://u:", "@host", "Bearer ", "bearer",
+        "Authorization: ", "sk-", "SK_", "gsk_", "xai-", "AKIA", "AIza", "ya29.", "eyJ",
+        "ſk-", "\u0130", "\u0131", "\u212a", "K", "\"", "'", "`", "0123456789abcdef", "."
+    ]
+)  # fmt: skip
+_TEXT_PIECES = _ANCHOR_PIECES | st.text(max_size=12)
+
+
+def _unfiltered(text: str, keep_names: bool) -> str:
+    def replace(match: Any) -> str:
+        name = match.lastgroup
+        if name is None or not (keep_names or name in _KEPT_NAMES):
+            return REDACTED
+        return str(match.group(name)) + REDACTED
+
+    return _SECRETS.sub(replace, text)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_TEXT_PIECES, max_size=12).map("".join), st.booleans())
+def test_the_pre_filter_never_changes_what_redaction_gives(text: str, keep_names: bool) -> None:
+    assert redact(text, keep_names=keep_names) == _unfiltered(text, keep_names)
+    if not may_hold_secret(text):
+        assert _unfiltered(text, keep_names) == text
+
+
+def test_the_fold_table_holds_every_non_ascii_letter_case_insensitive_matching_takes() -> None:
+    ascii_letter = re.compile(r"(?i)[a-z]")
+    found = {
+        chr(code) for code in range(0x80, 0x110000) if ascii_letter.match(chr(code)) is not None
+    }
+    assert found == {chr(c) for c in _ASCII_FOLD}

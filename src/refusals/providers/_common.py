@@ -294,6 +294,30 @@ _SECRETS = re.compile(
 _KEPT_NAMES = frozenset(f"n{i}" for i in _PROSE_NAMES)
 
 
+# Exact pre-filter: every alternative of `_SECRETS` contains one of these (lower-cased)
+# where it can match, so text with none of them holds no secret and skips the regular
+# expression, which costs about a microsecond per character. The quoted bare key is the
+# one alternative with no literal: `_QUOTED_KEY` looks for it alone.
+_ANCHORS = (
+    "key", "token", "team:", "://", "bearer", "authorization", "secret", "password",
+    "credential", "sk-", "sk_", "gsk", "xai", "rk-", "rk_", "pk-", "pk_", "akia", "asia",
+    "aroa", "aida", "aiza", "ya29.", "eyj", "iqojb3jpz2lu", "fwogzxivyxdz",
+)  # fmt: skip
+# The non-ASCII characters that case-insensitive matching takes for ASCII letters (İ, ı
+# and ſ for i, i and s; the Kelvin sign for k): folded before the anchors are looked for.
+_ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_QUOTED_KEY = re.compile(r"[\"'`][A-Za-z0-9]{32}")
+
+
+def may_hold_secret(text: str) -> bool:
+    """False only when `redact` would change nothing in `text` (no anchor of any secret)."""
+    folded = (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
+    for anchor in _ANCHORS:
+        if anchor in folded:
+            return True
+    return _QUOTED_KEY.search(text) is not None
+
+
 def redact(text: str, *, keep_names: bool = True) -> str:
     """`text` with API keys, tokens and credential headers replaced by `REDACTED`.
 
@@ -301,6 +325,8 @@ def redact(text: str, *, keep_names: bool = True) -> str:
     "?key=[redacted]"); without it the header or parameter goes too ("[redacted]"). Prose
     that names a secret ("Incorrect API key provided:", "Team:") stays either way.
     """
+    if not may_hold_secret(text):
+        return text
 
     def replace(match: re.Match[str]) -> str:
         name = match.lastgroup

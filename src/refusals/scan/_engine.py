@@ -261,5 +261,3 @@ def _dask_task(task: Task, keep: bool) -> tuple[TaskResult, list[tuple[Any, ...]
         rows.append(record.row())
 
     return run_task(task, sink), rows
-
-

@@ -340,9 +340,7 @@ def _expand_url(url: str) -> Iterator[str]:
         if any(mark in found for mark in "*?["):
             names = sorted(fs.glob(found))
         elif fs.isdir(found):
-            names = sorted(
-                name for name in fs.find(found) if _is_log_name(name.rsplit("/", 1)[-1])
-            )
+            names = sorted(name for name in fs.find(found) if _is_log_name(name.rsplit("/", 1)[-1]))
         else:
             yield url
             return
