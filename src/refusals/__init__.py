@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         notice,
         refusal_reason,
     )
+    from refusals.request import Message, Request
     from refusals.stream import (
         FallbackSeam,
         ReasoningDelta,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
         UsageUpdate,
         Verdict,
     )
+    from refusals.transport.clients import client_for
     from refusals.transport.streams import StreamDecoder, decode_stream
 
 __all__ = [
@@ -64,10 +66,12 @@ __all__ = [
     "FallbackSeam",
     "FinishReason",
     "LLMResponse",
+    "Message",
     "NormalizeError",
     "ProviderError",
     "ReasoningDelta",
     "RefusalDelta",
+    "Request",
     "StopDetails",
     "StreamDecoder",
     "StreamError",
@@ -78,6 +82,7 @@ __all__ = [
     "Usage",
     "UsageUpdate",
     "Verdict",
+    "client_for",
     "content_filter_reason",
     "decode_stream",
     "is_blocked_notice",
@@ -131,6 +136,10 @@ _LAZY: dict[str, str] = {
     "Verdict": _STREAM,
     "StreamDecoder": "refusals.transport.streams",
     "decode_stream": "refusals.transport.streams",
+    # The calling half: a client for PROVIDER:MODEL, and what to ask it.
+    "client_for": "refusals.transport.clients",
+    "Message": "refusals.request",
+    "Request": "refusals.request",
 }
 
 
