@@ -9,8 +9,12 @@ from hypothesis import settings
 # CI runs the same examples every time, so that a red run is reproducible and a green one
 # is not luck; locally each run explores new examples (and keeps failures in .hypothesis/).
 settings.register_profile("ci", derandomize=True, print_blob=True)
+# A quick local run (HYPOTHESIS_PROFILE=quick): a tenth of the examples, the same tests.
+settings.register_profile("quick", max_examples=10)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+elif os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 import pytest  # noqa: E402 - after the hypothesis profile, which must load first

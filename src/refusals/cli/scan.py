@@ -303,7 +303,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
 
     for path in paths:
         if not is_url(path) and not os.path.exists(path):
-            _usage(f"{path}: no such file or directory")
+            _usage(f"{path} does not exist; give a file, a directory or a URL (s3://...)")
     if as_json and as_csv:
         _usage("--json and --csv both print to standard output; choose one")
     rate = _parse_rate(fail_on_rate)
