@@ -73,6 +73,27 @@ class _StartupErrors(logging.Filter):
         return True
 
 
+async def read_body(receive: Receive, declared: str, limit: int) -> bytes | None:
+    """A request's whole body from ASGI `receive`; None when it is over `limit` bytes
+    (`declared`, the Content-Length header or "", lets a large one be refused unread)."""
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = bytes(message.get("body", b""))
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
 def is_loopback(host: str) -> bool:
     """Whether `host` names this machine only (`localhost`, 127.0.0.0/8, `::1`)."""
     if host.lower() == "localhost":

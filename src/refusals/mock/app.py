@@ -17,7 +17,6 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,11 +45,7 @@ from refusals.mock.scenarios import (
 )
 from refusals.mock.wire import WIRES
 from refusals.mock.wire._base import BadRequest, ErrorKind, Reply, Route, Wire, json_reply
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from refusals.serving import Receive, Scope, Send, read_body
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Request bodies above this size are answered 413 without being read further."""
@@ -203,7 +198,7 @@ class MockApp:
         record.model = found.model
         if not wire.authorized(headers, found):
             return wire.error(*_auth_error(wire.name))
-        raw = await _read_body(receive, headers)
+        raw = await read_body(receive, headers.get("content-length", ""), MAX_BODY_BYTES)
         if raw is None:
             limit = MAX_BODY_BYTES // (1024 * 1024)
             return wire.error(413, "too_large", f"request body exceeds the {limit} MiB limit")
@@ -344,27 +339,6 @@ def _headers(scope: Scope) -> dict[str, str]:
     for name, value in scope.get("headers", []):
         headers[bytes(name).decode("latin-1").lower()] = bytes(value).decode("latin-1")
     return headers
-
-
-async def _read_body(receive: Receive, headers: dict[str, str]) -> bytes | None:
-    """The whole request body; None when it is over `MAX_BODY_BYTES`."""
-    declared = headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = bytes(message.get("body", b""))
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 async def _send(send: Send, reply: Reply) -> None:

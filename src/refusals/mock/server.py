@@ -8,8 +8,8 @@ with MockServer() as server:        # 127.0.0.1, a free port
 
 from __future__ import annotations
 
-from refusals.mock.app import MockApp, Receive, Scope, Send, StreamReset
-from refusals.serving import BackgroundServer
+from refusals.mock.app import MockApp, StreamReset
+from refusals.serving import BackgroundServer, Receive, Scope, Send
 
 
 class _Served:

@@ -34,7 +34,7 @@ from refusals.proxy.log import VerdictLog
 from refusals.proxy.metrics import Metrics
 from refusals.proxy.store import Blocked, FingerprintStore
 from refusals.scan import record_from_response
-from refusals.serving import Receive, Scope, Send
+from refusals.serving import Receive, Scope, Send, read_body
 from refusals.stream import Verdict
 from refusals.transport.fallback import BlockPolicy, Rule
 from refusals.transport.streams import (
@@ -327,7 +327,8 @@ class ProxyApp:
             await _json(send, 502, _error(message))
             return
         upstream, upstream_path = picked
-        body = await _read_body(receive, headers)
+        declared = next((v for k, v in headers if k == "content-length"), "")
+        body = await read_body(receive, declared, MAX_BODY_BYTES)
         if body is None:
             limit = MAX_BODY_BYTES // (1024 * 1024)
             await _json(send, 413, _error(f"request body exceeds the proxy's {limit} MiB limit"))
@@ -800,26 +801,6 @@ def _outgoing_headers(headers: list[tuple[str, str]], *, inspect: bool) -> list[
             continue
         out.append((name, value))
     return out
-
-
-async def _read_body(receive: Receive, headers: list[tuple[str, str]]) -> bytes | None:
-    declared = next((v for k, v in headers if k == "content-length"), "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunk = bytes(message.get("body", b""))
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 def _error(message: str) -> dict[str, Any]:
