@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -122,18 +123,33 @@ def test_a_stream_event_is_forwarded_as_it_arrives(
     assert first + rest == upstream.body
 
 
-def test_an_upstream_that_breaks_off_breaks_the_clients_stream(
-    make_proxy: MakeProxy, mock_url_reset: str
+def test_an_upstream_that_breaks_off_breaks_the_clients_stream_and_is_not_resent(
+    make_proxy: MakeProxy, mock_url_reset: str, mock: Any
 ) -> None:
     proxy = make_proxy(Upstream("mock", mock_url_reset))
+    body = {
+        "model": "mock-reset-mid-stream",
+        "max_tokens": 5,
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
     with pytest.raises(httpx.RemoteProtocolError):
         httpx.post(
-            proxy.base_url + "/v1/messages",
-            json={"model": "mock-reset-mid-stream", "max_tokens": 5, "stream": True,
-                  "messages": [{"role": "user", "content": "hi"}]},
-            headers={"x-api-key": "k"},
+            proxy.base_url + "/v1/messages", json=body, headers={"x-api-key": "k"},
             timeout=TIMEOUT,
         )  # fmt: skip
+    # Bytes of the answer arrived, so the model ran and may have refused: a resend (an
+    # SDK's retry of the broken stream, a tool's loop) is answered here, in the wire's
+    # error shape, which no SDK retries.
+    for _ in range(3):
+        again = httpx.post(
+            proxy.base_url + "/v1/messages", json=body, headers={"x-api-key": "k"},
+            timeout=TIMEOUT,
+        )  # fmt: skip
+        assert again.status_code == 400
+        assert again.headers[BLOCKED_HEADER] == "cut"
+        assert "broke off after" in again.json()["error"]["message"]
+    assert mock.app.count() == 1
 
 
 @pytest.fixture

@@ -214,12 +214,14 @@ def test_identical_concurrent_requests_reach_the_server_once(
 
 
 def test_the_window_ends(mock: MockServer, make_proxy: MakeProxy) -> None:
-    proxy = make_proxy(Upstream("mock", mock.base_url), window=0.5)
+    # Long enough that the resend lands inside it on a loaded machine (CI runs tests in
+    # parallel), short enough to wait out.
+    proxy = make_proxy(Upstream("mock", mock.base_url), window=2.0)
     client = _anthropic(proxy)
     client.messages.create(model="mock-refusal", max_tokens=64, messages=USER)
     client.messages.create(model="mock-refusal", max_tokens=64, messages=USER)
     assert mock.app.count() == 1
-    time.sleep(0.6)
+    time.sleep(2.1)
     client.messages.create(model="mock-refusal", max_tokens=64, messages=USER)
     assert mock.app.count() == 2
 

@@ -56,6 +56,8 @@ MAX_RECORDED_BYTES = 4 * 1024 * 1024
 """A refused answer longer than this is replayed as the provider's error shape instead."""
 
 BLOCKED_HEADER = "x-refusals-resend-blocked"
+CUT_WINDOW = 60.0
+"""Seconds a request whose answer broke off (bytes but no verdict) is not sent again."""
 FALLBACK_HEADER = "x-refusals-fallback-from"
 CONTROL_PREFIX = "/_refusals/"
 
@@ -199,6 +201,7 @@ class _Answer:
     recorded: bool = False
     complete: bool = False
     overflow: bool = False
+    received: int = 0
 
 
 class ProxyApp:
@@ -240,6 +243,9 @@ class ProxyApp:
         )
         self._client: aiohttp.ClientSession | None = None
         self._inflight: dict[str, asyncio.Event] = {}
+        # Requests whose answer broke off after bytes arrived, with no verdict: the model
+        # ran and may have refused, so they are not sent again for a while (this process).
+        self._cut: dict[str, tuple[float, int]] = {}
 
     # --- ASGI -----------------------------------------------------------------------
 
@@ -349,6 +355,12 @@ class ProxyApp:
             # The same prompt is on its way upstream now: its answer decides this one.
             await waited.wait()
         blocked = await self.store.get(call.key)
+        cut = self._cut.get(call.key)
+        if blocked is None and cut is not None:
+            if cut[0] > time.monotonic():
+                await self._refuse_cut(send, call, cut[1])
+                return
+            del self._cut[call.key]
         if blocked is not None:
             rerouted = self._reroute(call, blocked)
             if rerouted is None:
@@ -551,6 +563,7 @@ class ProxyApp:
             async for chunk in response.content.iter_any():
                 if answer.first_byte is None:
                     answer.first_byte = time.perf_counter()
+                answer.received += len(chunk)
                 if hold:
                     if held:
                         await send({"type": "http.response.body", "body": held, "more_body": True})
@@ -621,6 +634,10 @@ class ProxyApp:
             response = None  # not a model answer (a health check, an HTML error page)
         except Exception:
             response = None
+        blocked_now = response is not None and response.finish_reason in _BLOCKED
+        if not answer.complete and answer.first_byte is not None and not blocked_now:
+            assert call.key is not None
+            self._cut[call.key] = (time.monotonic() + CUT_WINDOW, answer.received)
         if response is None:
             self.metrics.unclassified(call.upstream.name)
             return
@@ -654,6 +671,17 @@ class ProxyApp:
             tokens_saved=0,
             ttfb=ttfb,
         )
+
+    async def _refuse_cut(self, send: Send, call: _Call, received: int) -> None:
+        message = (
+            f"refusals proxy: not sending this request again: the answer to the same request "
+            f"broke off after {received} bytes less than {CUT_WINDOW:g} s ago, and the model, "
+            "which ran, may have refused it; change the prompt, or send it after that"
+        )
+        body, media = _wire_error(call, message)
+        headers = [("content-type", media), (BLOCKED_HEADER, "cut")]
+        await _start(send, 400, headers, len(body))
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def _remember(self, call: _Call, answer: _Answer, response: LLMResponse) -> None:
         assert call.key is not None
@@ -770,9 +798,14 @@ def _asks_stream(call: _Call) -> bool:
 
 def _error_body(call: _Call, blocked: Blocked) -> tuple[bytes, str]:
     """The recorded refusal worded as the wire's own 400 error body."""
+    message = blocked.notice or f"this prompt was {blocked.finish_reason.replace('_', ' ')}"
+    return _wire_error(call, message)
+
+
+def _wire_error(call: _Call, message: str) -> tuple[bytes, str]:
+    """A 400 error body with `message`, in the shape of the call's wire format."""
     from refusals.mock.wire import WIRES  # noqa: PLC0415 - the writers, only for this case
 
-    message = blocked.notice or f"this prompt was {blocked.finish_reason.replace('_', ' ')}"
     wire = (
         WIRES.get(call.wire or "")
         or WIRES.get(_WRITER.get(call.wire or "", ""))
