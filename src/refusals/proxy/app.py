@@ -789,10 +789,8 @@ def _path_with_model(path: str, model: str) -> str:
 
 
 def _asks_stream(call: _Call) -> bool:
-    if call.path.endswith(
-        (":streamGenerateContent", "/converse-stream", "/invoke-with-response-stream")
-    ):
-        return True
+    if non_streaming_path(call.path) != call.path:
+        return True  # the path names the streaming variant (Gemini, Bedrock)
     return bool(call.decoded is not None and call.decoded.get("stream") is True)
 
 
