@@ -15,6 +15,7 @@ from openai.types.responses import response_create_params
 from pydantic import TypeAdapter
 
 from refusals.model import ToolCall
+from refusals.providers.anthropic import request as anthropic_request
 from refusals.request import Message, Request, ToolSpec
 from refusals.transport import builders
 
@@ -55,7 +56,7 @@ def validated(adapter: TypeAdapter[Any], body: dict[str, Any]) -> dict[str, Any]
 
 
 def test_anthropic_body_has_alternating_turns_with_tool_use_and_tool_result_blocks() -> None:
-    built = builders.anthropic_body(conversation(), stream=True)
+    built = anthropic_request.messages_body(conversation(), stream=True)
     assert built.betas == []
     assert built.body == {
         "model": "some-model",
@@ -91,51 +92,55 @@ def test_anthropic_body_has_alternating_turns_with_tool_use_and_tool_result_bloc
 
 def test_anthropic_body_validates_against_the_sdk_request_types() -> None:
     adapter = TypeAdapter(anthropic_params.MessageCreateParamsStreaming)
-    result = validated(adapter, builders.anthropic_body(conversation(), stream=True).body)
+    result = validated(adapter, anthropic_request.messages_body(conversation(), stream=True).body)
     assert len(result["messages"]) == 3
     assert len(result["tools"]) == 1
 
 
 def test_anthropic_server_side_fallbacks_are_sent_with_their_beta() -> None:
-    built = builders.anthropic_body(conversation(fallbacks=["claude-opus-4-8"]), stream=False)
+    built = anthropic_request.messages_body(
+        conversation(fallbacks=["claude-opus-4-8"]), stream=False
+    )
     assert built.body["fallbacks"] == [{"model": "claude-opus-4-8"}]
-    assert built.betas == [builders.SERVER_SIDE_FALLBACK_BETA]
+    assert built.betas == [anthropic_request.SERVER_SIDE_FALLBACK_BETA]
     assert "stream" not in built.body
     adapter = TypeAdapter(beta_params.MessageCreateParamsNonStreaming)
     assert list(validated(adapter, built.body)["fallbacks"]) == [{"model": "claude-opus-4-8"}]
 
 
 def test_a_credit_token_is_sent_with_its_beta_but_never_together_with_fallbacks() -> None:
-    alone = builders.anthropic_body(conversation(fallback_credit_token="tok"), stream=True)
+    alone = anthropic_request.messages_body(conversation(fallback_credit_token="tok"), stream=True)
     assert alone.body["fallback_credit_token"] == "tok"
-    assert alone.betas == [builders.FALLBACK_CREDIT_BETA]
-    both = builders.anthropic_body(
+    assert alone.betas == [anthropic_request.FALLBACK_CREDIT_BETA]
+    both = anthropic_request.messages_body(
         conversation(fallback_credit_token="tok", fallbacks=["m2"]), stream=True
     )
     assert "fallback_credit_token" not in both.body
-    assert both.betas == [builders.SERVER_SIDE_FALLBACK_BETA]
+    assert both.betas == [anthropic_request.SERVER_SIDE_FALLBACK_BETA]
 
 
 def test_a_final_assistant_prefill_loses_its_trailing_whitespace() -> None:
     request = Request(
         model="m", messages=[Message("user", "hi"), Message("assistant", "Partial text  \n")]
     )
-    body = builders.anthropic_body(request, stream=True).body
+    body = anthropic_request.messages_body(request, stream=True).body
     assert body["messages"][-1] == {
         "role": "assistant",
         "content": [{"type": "text", "text": "Partial text"}],
     }
-    assert body["max_tokens"] == builders.DEFAULT_MAX_TOKENS
+    assert body["max_tokens"] == anthropic_request.DEFAULT_MAX_TOKENS
 
 
 def test_anthropic_gets_no_temperature_which_its_current_api_does_not_take() -> None:
-    assert "temperature" not in builders.anthropic_body(conversation(), stream=True).body
-    older = builders.anthropic_body(conversation(extra={"temperature": 0.2}), stream=True)
+    assert "temperature" not in anthropic_request.messages_body(conversation(), stream=True).body
+    older = anthropic_request.messages_body(conversation(extra={"temperature": 0.2}), stream=True)
     assert older.body["temperature"] == 0.2
 
 
 def test_extra_options_are_merged_last() -> None:
-    body = builders.anthropic_body(conversation(extra={"top_k": 5, "max_tokens": 9}), stream=True)
+    body = anthropic_request.messages_body(
+        conversation(extra={"top_k": 5, "max_tokens": 9}), stream=True
+    )
     assert body.body["top_k"] == 5
     assert body.body["max_tokens"] == 9
 
@@ -339,6 +344,6 @@ def test_a_cut_off_tool_call_is_sent_with_empty_arguments_not_invalid_json() -> 
             Message("assistant", "", tool_calls=[ToolCall("c", "t", '{"path": "a')]),
         ],
     )
-    assert builders.anthropic_body(request, stream=True).body["messages"][1]["content"] == [
+    assert anthropic_request.messages_body(request, stream=True).body["messages"][1]["content"] == [
         {"type": "tool_use", "id": "c", "name": "t", "input": {}}
     ]

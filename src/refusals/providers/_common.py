@@ -55,11 +55,6 @@ NO_RAW = msgspec.Raw(b"")
 """Default of a Raw field: `not value` when the key was absent."""
 
 
-def raw_value(value: msgspec.Raw) -> Any:
-    """A Raw field decoded as the dict reader sees it (orjson, not msgspec)."""
-    return orjson.loads(memoryview(value)) if value else None
-
-
 def count(value: int | None) -> int:
     """`integer` of a value decoded as `Int | None`."""
     return value if value is not None and value > 0 else 0

@@ -73,7 +73,6 @@ from refusals.providers._common import (
     json_text,
     obj,
     page_text,
-    raw_value,
     require_object,
     says_blocked,
     status_error_kind,
@@ -83,6 +82,7 @@ from refusals.providers._common import (
 from refusals.providers._common import (
     FINAL as _FINAL,
 )
+from refusals.providers._lenient import raw_value
 from refusals.stream import (
     ReasoningDelta,
     StreamError,

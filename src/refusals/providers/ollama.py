@@ -56,11 +56,11 @@ from refusals.providers._common import (
     integer,
     key_names,
     obj,
-    raw_value,
     status_error_kind,
     string,
     strip_tags,
 )
+from refusals.providers._lenient import raw_value
 from refusals.stream import (
     ReasoningDelta,
     StreamError,

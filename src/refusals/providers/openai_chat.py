@@ -91,12 +91,12 @@ from refusals.providers._common import (
     key_names,
     obj,
     page_text,
-    raw_value,
     require_object,
     says_blocked,
     status_error_kind,
     string,
 )
+from refusals.providers._lenient import raw_value
 from refusals.stream import (
     ReasoningDelta,
     RefusalDelta,

@@ -63,10 +63,10 @@ from refusals.providers._common import (
     interrupted,
     key_names,
     obj,
-    raw_value,
     require_object,
     string,
 )
+from refusals.providers._lenient import raw_value
 from refusals.providers.openai_chat import (
     ErrorVerdict,
     ModerationSignals,

@@ -1,12 +1,12 @@
-"""Request builders: one function per wire format, from a `Request` to that provider's body.
+"""Request builders of the wire formats not yet in their own folder: one function per
+format, from a `Request` to that provider's body (Anthropic's is in
+`providers/anthropic/request.py`).
 
-Each builder is pure (no I/O, no keys): it returns the JSON body, and for Anthropic the
-`anthropic-beta` features the body needs. The clients add the URL, the credentials and
-the transport. `Request.extra` is merged last, so a caller can set any option we do not
-model; the builders never drop what a caller put there.
+Each builder is pure (no I/O, no keys): it returns the JSON body. The clients add the URL,
+the credentials and the transport. `Request.extra` is merged last, so a caller can set any
+option we do not model; the builders never drop what a caller put there.
 
 Wire formats and their documentation:
-- Anthropic Messages: https://docs.anthropic.com/en/api/messages
 - OpenAI Chat Completions (and every OpenAI-compatible vendor, Azure included):
   https://platform.openai.com/docs/api-reference/chat/create
 - OpenAI Responses: https://platform.openai.com/docs/api-reference/responses/create
@@ -17,146 +17,15 @@ Wire formats and their documentation:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
-
+from refusals.providers._request import merge_extra, tool_arguments, wire_runs
 from refusals.request import JsonObject, Message, Request
 
 __all__ = [
-    "DEFAULT_MAX_TOKENS",
-    "FALLBACK_CREDIT_BETA",
-    "SERVER_SIDE_FALLBACK_BETA",
-    "AnthropicBody",
-    "anthropic_body",
     "bedrock_body",
     "gemini_body",
     "openai_chat_body",
     "openai_responses_body",
 ]
-
-DEFAULT_MAX_TOKENS = 4096
-"""Anthropic requires `max_tokens`; this is sent when the request leaves it out."""
-
-SERVER_SIDE_FALLBACK_BETA = "server-side-fallback-2026-06-01"
-"""The beta Anthropic's documentation names for the request's `fallbacks` field."""
-
-FALLBACK_CREDIT_BETA = "fallback-credit-2026-07-01"
-"""The beta under which refusals mint, and retries redeem, a `fallback_credit_token`."""
-
-
-@dataclass(slots=True)
-class AnthropicBody:
-    """An Anthropic Messages body and the `anthropic-beta` features it needs."""
-
-    body: JsonObject
-    betas: list[str] = field(default_factory=list)
-
-
-def _arguments(text: str) -> Any:
-    """A tool call's arguments as JSON; malformed text (a cut-off call) becomes {}."""
-    if not text.strip():
-        return {}
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {"value": value}
-
-
-def _merge_extra(body: JsonObject, request: Request) -> JsonObject:
-    body.update(request.extra)
-    return body
-
-
-def _runs(messages: list[Message]) -> Iterator[tuple[str, list[Message]]]:
-    """Consecutive messages grouped by the role they take on the wire (tool results are
-    user turns for Anthropic, Gemini and Bedrock, which require alternating roles)."""
-    role: str | None = None
-    group: list[Message] = []
-    for message in messages:
-        wire_role = "assistant" if message.role == "assistant" else "user"
-        if wire_role != role and group:
-            yield role or "user", group
-            group = []
-        role = wire_role
-        group.append(message)
-    if group:
-        yield role or "user", group
-
-
-# --- Anthropic Messages ------------------------------------------------------------
-
-
-def _anthropic_blocks(message: Message, *, last: bool) -> list[JsonObject]:
-    if message.role == "tool":
-        block: JsonObject = {
-            "type": "tool_result",
-            "tool_use_id": message.tool_call_id or "",
-            "content": message.content,
-        }
-        if message.is_error:
-            block["is_error"] = True
-        return [block]
-    if message.role == "user":
-        return [{"type": "text", "text": message.content}] if message.content else []
-    if message.blocks is not None:
-        return [dict(b) for b in message.blocks]
-    # A final assistant turn is a prefill, which the API rejects with trailing whitespace.
-    text = message.content.rstrip() if last else message.content
-    blocks: list[JsonObject] = [{"type": "text", "text": text}] if text else []
-    blocks += [
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": _arguments(call.arguments)}
-        for call in message.tool_calls
-    ]
-    return blocks
-
-
-def anthropic_body(request: Request, *, stream: bool) -> AnthropicBody:
-    """The Messages body; `fallbacks` and a credit token bring their beta features.
-
-    `Request.temperature` is not sent (see below).
-    """
-    messages: list[JsonObject] = []
-    runs = list(_runs(request.messages))
-    for index, (role, group) in enumerate(runs):
-        last = index == len(runs) - 1
-        content = [b for m in group for b in _anthropic_blocks(m, last=last)]
-        if content:
-            messages.append({"role": role, "content": content})
-    body: JsonObject = {
-        "model": request.model,
-        "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
-        "messages": messages,
-    }
-    if request.system:
-        body["system"] = request.system
-    if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
-    # The current Messages API (and its SDK) has no `temperature`: newer models reject it,
-    # so it is not sent; older models still take it through `Request.extra`.
-    if request.stop:
-        body["stop_sequences"] = list(request.stop)
-    if request.output_schema is not None:
-        body["output_config"] = {"format": {"type": "json_schema", "schema": request.output_schema}}
-    if stream:
-        body["stream"] = True
-    betas = list(request.betas)
-    if request.fallbacks:
-        body["fallbacks"] = [{"model": model} for model in request.fallbacks]
-        betas.append(SERVER_SIDE_FALLBACK_BETA)
-    elif request.fallback_credit_token:
-        # Anthropic rejects a credit token combined with `fallbacks`, so it goes only
-        # on a plain retry.
-        body["fallback_credit_token"] = request.fallback_credit_token
-        betas.append(FALLBACK_CREDIT_BETA)
-    return AnthropicBody(_merge_extra(body, request), list(dict.fromkeys(betas)))
-
 
 # --- OpenAI Chat Completions (and compatible vendors) ------------------------------
 
@@ -233,7 +102,7 @@ def openai_chat_body(request: Request, *, stream: bool, vendor: str = "openai") 
         if vendor not in _NO_STREAM_OPTIONS:
             # Without it the stream carries no token counts.
             body["stream_options"] = {"include_usage": True}
-    return _merge_extra(body, request)
+    return merge_extra(body, request)
 
 
 # --- OpenAI Responses ---------------------------------------------------------------
@@ -303,7 +172,7 @@ def openai_responses_body(request: Request, *, stream: bool) -> JsonObject:
         }
     if stream:
         body["stream"] = True
-    return _merge_extra(body, request)
+    return merge_extra(body, request)
 
 
 OUTPUT_SCHEMA_NAME = "output"
@@ -333,7 +202,7 @@ def _gemini_parts(message: Message) -> list[JsonObject]:
         return [{"text": message.content}] if message.content else []
     parts: list[JsonObject] = [{"text": message.content}] if message.content else []
     parts += [
-        {"functionCall": {"name": call.name, "args": _arguments(call.arguments)}}
+        {"functionCall": {"name": call.name, "args": tool_arguments(call.arguments)}}
         for call in message.tool_calls
     ]
     return parts
@@ -342,7 +211,7 @@ def _gemini_parts(message: Message) -> list[JsonObject]:
 def gemini_body(request: Request) -> JsonObject:
     """The `generateContent` body (the model and streaming are in the URL)."""
     contents: list[JsonObject] = []
-    for role, group in _runs(request.messages):
+    for role, group in wire_runs(request.messages):
         parts = [p for m in group for p in _gemini_parts(m)]
         if parts:
             contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
@@ -370,7 +239,7 @@ def gemini_body(request: Request) -> JsonObject:
         config["responseJsonSchema"] = request.output_schema
     if config:
         body["generationConfig"] = config
-    return _merge_extra(body, request)
+    return merge_extra(body, request)
 
 
 # --- Bedrock Converse ---------------------------------------------------------------
@@ -395,7 +264,7 @@ def _bedrock_blocks(message: Message) -> list[JsonObject]:
             "toolUse": {
                 "toolUseId": call.id,
                 "name": call.name,
-                "input": _arguments(call.arguments),
+                "input": tool_arguments(call.arguments),
             }
         }
         for call in message.tool_calls
@@ -406,7 +275,7 @@ def _bedrock_blocks(message: Message) -> list[JsonObject]:
 def bedrock_body(request: Request) -> JsonObject:
     """The Converse / ConverseStream body (the model id is in the URL)."""
     messages: list[JsonObject] = []
-    for role, group in _runs(request.messages):
+    for role, group in wire_runs(request.messages):
         content = [b for m in group for b in _bedrock_blocks(m)]
         if content:
             messages.append({"role": role, "content": content})
@@ -435,4 +304,4 @@ def bedrock_body(request: Request) -> JsonObject:
                 for t in request.tools
             ]
         }
-    return _merge_extra(body, request)
+    return merge_extra(body, request)

@@ -49,6 +49,7 @@ from refusals.model import (
 )
 from refusals.providers import NormalizeError, normalize
 from refusals.providers._common import redact
+from refusals.providers.anthropic import request as anthropic_request
 from refusals.request import Request
 from refusals.stream import StreamError, StreamEvent, Verdict
 from refusals.transport import builders
@@ -414,11 +415,9 @@ class HTTPClient:
         headers = {"content-type": "application/json", "accept": "application/json"}
         body: Any
         if self.wire == "anthropic":
-            built = builders.anthropic_body(request, stream=stream)
-            body, url = built.body, f"{self.base_url}/v1/messages"
-            headers["anthropic-version"] = "2023-06-01"
-            if built.betas:
-                headers["anthropic-beta"] = ",".join(built.betas)
+            built = anthropic_request.messages_body(request, stream=stream)
+            body, url = built.body, anthropic_request.endpoint(self.base_url)
+            headers.update(anthropic_request.headers(built))
         elif self.wire == "openai-responses":
             body = builders.openai_responses_body(request, stream=stream)
             url = f"{self.base_url}/responses"
@@ -464,7 +463,7 @@ class HTTPClient:
         if secret is None:
             return {}
         if self.wire == "anthropic":
-            return {"x-api-key": secret.value}
+            return anthropic_request.auth_headers(secret.value)
         if self.provider == "azure":
             if secret.source == "AZURE_OPENAI_AD_TOKEN":
                 return {"authorization": f"Bearer {secret.value}"}

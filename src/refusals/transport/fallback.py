@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from refusals.model import Fallback, FinishReason, LLMResponse, StopDetails
+from refusals.providers.anthropic.request import FALLBACK_CREDIT_BETA
 from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
 from refusals.stream import FallbackSeam, StreamEvent, Verdict
@@ -48,7 +49,6 @@ from refusals.transport.base import (
     report_fallback,
     shows_output,
 )
-from refusals.transport.builders import FALLBACK_CREDIT_BETA
 
 if TYPE_CHECKING:
     from refusals.transport.clients import SyncClient

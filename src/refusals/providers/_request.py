@@ -1,0 +1,48 @@
+"""Pieces the request builders of several wire formats share (pure: no I/O, no keys).
+
+`Request.extra` is merged last, so a caller can set any option the builders do not model;
+they never drop what a caller put there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from refusals.request import JsonObject, Message, Request
+
+__all__ = ["merge_extra", "tool_arguments", "wire_runs"]
+
+
+def tool_arguments(text: str) -> Any:
+    """A tool call's arguments as JSON; malformed text (a cut-off call) becomes {}."""
+    if not text.strip():
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def merge_extra(body: JsonObject, request: Request) -> JsonObject:
+    body.update(request.extra)
+    return body
+
+
+def wire_runs(messages: list[Message]) -> Iterator[tuple[str, list[Message]]]:
+    """Consecutive messages grouped by the role they take on the wire (tool results are
+    user turns for Anthropic, Gemini and Bedrock, which require alternating roles)."""
+    role: str | None = None
+    group: list[Message] = []
+    for message in messages:
+        wire_role = "assistant" if message.role == "assistant" else "user"
+        if wire_role != role and group:
+            yield role or "user", group
+            group = []
+        role = wire_role
+        group.append(message)
+    if group:
+        yield role or "user", group
