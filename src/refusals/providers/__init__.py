@@ -543,6 +543,15 @@ def _normalize(
         if named and module.API == bedrock.API and isinstance(body, dict) and "__type" not in body:
             # Bedrock names the exception only in the x-amzn-ErrorType header.
             body = {**body, "__type": meta.bedrock_error if meta is not None else None}
+        elif fast and type(body) is dict and (type(payload) is bytes or type(payload) is str):
+            # A format whose schema has its error body reads the bytes strictly (the
+            # lenient pass reads what that rejects).
+            read_error = getattr(module, "parse_error_fast", None)
+            read: LLMResponse | None = (
+                read_error(payload, status, provider) if read_error is not None else None
+            )
+            if read is not None:
+                return read
         result: LLMResponse = module.parse_error(body, status, provider)
     else:
         result = module.parse_response(body, provider)
