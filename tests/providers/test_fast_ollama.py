@@ -115,7 +115,9 @@ def test_a_key_that_points_elsewhere_sends_the_body_to_the_dict_path(
     key: str, base: dict[str, Any], value: Any
 ) -> None:
     data = orjson.dumps({**base, key: value})
-    assert not taken_fast(data, None)
+    if not (key == "error" and value is None):
+        # `"error": null` is no error body and points nowhere: the strict read takes it.
+        assert not taken_fast(data, None)
     _both(data)
 
 

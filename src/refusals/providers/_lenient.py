@@ -23,7 +23,7 @@ import msgspec
 import orjson
 from msgspec import inspect as mi
 
-__all__ = ["Given", "lenient", "lenient_list", "raw_value"]
+__all__ = ["Given", "filled", "is_object", "lenient", "lenient_list", "raw_value"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -138,6 +138,33 @@ def lenient_list(value: Any, cls: type[T]) -> list[T]:
     if not isinstance(value, list):
         return []
     return [_struct(cls, item) if isinstance(item, dict) else cls() for item in value]
+
+
+_WHITESPACE = b" \t\r\n"
+
+
+def filled(value: msgspec.Raw | Given, cls: type[T], decode: Any) -> T | None:
+    """A `Raw` field read as the Struct `cls` when it holds a non-empty object; None for
+    an empty object or any other value (as a reader that treats `{}` as absent reads it,
+    which a Struct cannot tell from an object of keys it does not declare). `decode` is
+    the strict decoder of `cls`; a value it rejects raises, as a strict read does."""
+    if not value:
+        return None
+    if isinstance(value, Given):
+        given = value.value
+        return _struct(cls, given) if isinstance(given, dict) and given else None
+    data = bytes(value)
+    if data.lstrip(_WHITESPACE)[:1] != b"{" or data.translate(None, _WHITESPACE) == b"{}":
+        return None
+    result: T = decode(data)
+    return result
+
+
+def is_object(value: msgspec.Raw | Given) -> bool:
+    """Whether a `Raw` field holds a JSON object (an empty one too)."""
+    if isinstance(value, Given):
+        return isinstance(value.value, dict)
+    return bool(value) and bytes(value).lstrip(_WHITESPACE)[:1] == b"{"
 
 
 def raw_value(value: msgspec.Raw | Given) -> Any:

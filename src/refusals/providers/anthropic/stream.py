@@ -173,10 +173,12 @@ class MessagesStreamReader(WireDecoder):
         if kind == "message_start":
             message = event.message
             if isinstance(message, StartMessage):
+                # The usage first: its iterations can fail orjson, before any state changes.
+                usage = usage_of(message.usage) if message.usage is not None else None
                 self.acc.model = message.model or self.acc.model
                 self.acc.request_id = message.id or self.acc.request_id
-                if message.usage is not None:
-                    return [UsageUpdate(usage_of(message.usage))]
+                if usage is not None:
+                    return [UsageUpdate(usage)]
             return []
         if kind == "message_delta":
             return self._message_delta(event)

@@ -105,9 +105,10 @@ class GenerateContentStreamReader(WireDecoder):
                 if type(feedback) is Feedback and feedback.block_reason is not None
                 else []
             )
+            arguments = _arguments(candidate)
         except FAST_FAILED:
             return None  # the driver decodes the JSON, and `decode` reads it leniently
-        return self._chunk(chunk, candidate, blocked, prompt_blocked)
+        return self._chunk(chunk, candidate, blocked, prompt_blocked, arguments)
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         # A JSON array holds chunks (the `alt=json` form, or an error wrapped in an array).
@@ -176,7 +177,7 @@ class GenerateContentStreamReader(WireDecoder):
             if type(feedback) is Feedback and feedback.block_reason is not None
             else []
         )
-        return self._chunk(chunk, candidate, blocked, prompt_blocked)
+        return self._chunk(chunk, candidate, blocked, prompt_blocked, _arguments(candidate))
 
     def _chunk(
         self,
@@ -184,7 +185,10 @@ class GenerateContentStreamReader(WireDecoder):
         candidate: Candidate | None,
         blocked: list[JsonObject],
         prompt_blocked: list[JsonObject],
+        arguments: list[str],
     ) -> list[StreamEvent]:
+        """The events of a chunk whose ratings and call arguments were decoded already
+        (what can fail a strict read comes before any state changes)."""
         if is_error_chunk(chunk):
             result = to_error(chunk, None, self.acc.provider or "gemini")
             return error_events(result, self.acc.verdict, "the Gemini stream reported an error")
@@ -198,7 +202,7 @@ class GenerateContentStreamReader(WireDecoder):
         if type(chunk.usage_metadata) is UsageMetadata:
             events.append(UsageUpdate(usage_of(chunk.usage_metadata)))
         if candidate is not None:
-            events.extend(self._parts(candidate))
+            events.extend(self._parts(candidate, arguments))
         if blocked:
             self._blocked = blocked
         feedback = chunk.prompt_feedback
@@ -223,8 +227,9 @@ class GenerateContentStreamReader(WireDecoder):
                 self._final = raw
         return events
 
-    def _parts(self, candidate: Candidate) -> list[StreamEvent]:
+    def _parts(self, candidate: Candidate, arguments: list[str]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
+        calls = iter(arguments)
         content = candidate.content
         for part in (content.parts if content is not None else None) or ():
             signature = part.thought_signature
@@ -237,7 +242,7 @@ class GenerateContentStreamReader(WireDecoder):
                         self._tool_calls,
                         id=call.id or None,
                         name=call.name or None,
-                        arguments=call_arguments(part),
+                        arguments=next(calls),
                     )
                 )
                 self._tool_calls += 1
@@ -270,6 +275,13 @@ class GenerateContentStreamReader(WireDecoder):
         if blocked and not self._ratings_kept:
             self._ratings_kept = True
             self.acc.add_detail(ratings_detail(scope, blocked))
+
+
+def _arguments(candidate: Candidate | None) -> list[str]:
+    """The arguments text of each function call of the candidate, in order."""
+    content = candidate.content if candidate is not None else None
+    parts = (content.parts if content is not None else None) or ()
+    return [call_arguments(part) for part in parts if part.function_call is not None]
 
 
 StreamDecoder = GenerateContentStreamReader
