@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refusals
-from refusals.cli._terminal import sanitize as terminal_sanitize
 from refusals.sanitize import ELLIPSIS, sanitize
 
 # What must never reach a terminal: ESC, every C0 control but tab and newline, DEL, C1,
@@ -53,9 +52,8 @@ hostile_pieces = st.sampled_from(
 hostile = st.lists(hostile_pieces | st.text(max_size=5), max_size=20).map("".join)
 
 
-def test_sanitize_is_public_from_the_package_and_the_same_function_the_cli_uses() -> None:
+def test_sanitize_is_public_from_the_package() -> None:
     assert refusals.sanitize is sanitize
-    assert terminal_sanitize is sanitize
 
 
 @pytest.mark.parametrize(

@@ -141,6 +141,7 @@ def lenient_list(value: Any, cls: type[T]) -> list[T]:
 
 
 _WHITESPACE = b" \t\r\n"
+_BRACE = ord("{")
 
 
 def filled(value: msgspec.Raw | Given, cls: type[T], decode: Any) -> T | None:
@@ -153,10 +154,12 @@ def filled(value: msgspec.Raw | Given, cls: type[T], decode: Any) -> T | None:
     if isinstance(value, Given):
         given = value.value
         return _struct(cls, given) if isinstance(given, dict) and given else None
-    data = bytes(value)
-    if data.lstrip(_WHITESPACE)[:1] != b"{" or data.translate(None, _WHITESPACE) == b"{}":
+    # A Raw value holds no whitespace around it: its first byte says what it is.
+    if memoryview(value)[0] != _BRACE:
         return None
-    result: T = decode(data)
+    if len(value) < 16 and bytes(value).translate(None, _WHITESPACE) == b"{}":
+        return None
+    result: T = decode(value)
     return result
 
 
@@ -164,7 +167,7 @@ def is_object(value: msgspec.Raw | Given) -> bool:
     """Whether a `Raw` field holds a JSON object (an empty one too)."""
     if isinstance(value, Given):
         return isinstance(value.value, dict)
-    return bool(value) and bytes(value).lstrip(_WHITESPACE)[:1] == b"{"
+    return bool(value) and memoryview(value)[0] == _BRACE
 
 
 def raw_value(value: msgspec.Raw | Given) -> Any:

@@ -16,13 +16,9 @@ from typing import IO, Any
 
 import orjson
 
+from refusals.sanitize import sanitize
 from refusals.scan._record import COLUMNS, ScanRecord
 from refusals.scan._summary import Summary
-
-try:  # another helper is moving the sanitiser to a public module
-    from refusals.sanitize import sanitize  # type: ignore[import-not-found, unused-ignore]
-except ImportError:
-    from refusals.cli._terminal import sanitize
 
 BATCH_LAYOUTS = frozenset({"anthropic-batch", "openai-batch"})
 PARQUET_BATCH_ROWS = 65536

@@ -29,7 +29,6 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Callable,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -65,6 +64,7 @@ from refusals.transport.base import (
     Attempt,
     ModelClient,
     ModelStream,
+    SyncClient,
     report_response,
     shows_output,
 )
@@ -1097,78 +1097,3 @@ def client_for(
         ordered=ordered,
         confirm=confirm,
     )
-
-
-class SyncClient:
-    """A blocking facade over any `ModelClient`, running it on a private event loop.
-
-    Not for use inside a running event loop (call the async client there).
-    """
-
-    def __init__(self, client: ModelClient) -> None:
-        self.client = client
-        self._loop = asyncio.new_event_loop()
-
-    def __repr__(self) -> str:
-        return f"SyncClient({self.client!r})"
-
-    @property
-    def model(self) -> str:
-        return self.client.model
-
-    @property
-    def attempts(self) -> list[Attempt]:
-        return self.client.attempts
-
-    def begin_turn(self) -> None:
-        self.client.begin_turn()
-
-    def complete(self, request: Request) -> LLMResponse:
-        """The async `complete`, run to its end."""
-        return self._loop.run_until_complete(self.client.complete(request))
-
-    def stream(self, request: Request) -> SyncStream:
-        """The async `stream`, as a blocking iterator of events."""
-        return SyncStream(self._loop, self.client.stream(request))
-
-    def close(self) -> None:
-        """Close the connections the client opened, then the loop."""
-        closer = getattr(self.client, "aclose", None)
-        if closer is not None:
-            self._loop.run_until_complete(closer())
-        self._loop.close()
-
-    def __enter__(self) -> SyncClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-class SyncStream:
-    """A streamed call behind a blocking iterator; `response` and `attempts` as async."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, stream: ModelStream) -> None:
-        self._loop = loop
-        self._stream = stream
-        self._iterator = stream.__aiter__()
-
-    @property
-    def response(self) -> LLMResponse:
-        return self._stream.response
-
-    @property
-    def attempts(self) -> list[Attempt]:
-        return self._stream.attempts
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        return self
-
-    def __next__(self) -> StreamEvent:
-        try:
-            return self._loop.run_until_complete(self._iterator.__anext__())
-        except StopAsyncIteration:
-            raise StopIteration from None
-
-    def close(self) -> None:
-        self._loop.run_until_complete(self._stream.aclose())

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -46,12 +46,10 @@ from refusals.transport.base import (
     Attempt,
     ModelClient,
     ModelStream,
+    SyncClient,
     report_fallback,
     shows_output,
 )
-
-if TYPE_CHECKING:
-    from refusals.transport.clients import SyncClient
 
 __all__ = ["BlockPolicy", "FallbackChain", "Rule", "hop_detail", "hop_request"]
 
@@ -376,8 +374,6 @@ class FallbackChain:
 
     def sync(self) -> SyncClient:
         """This chain behind a blocking facade (`refusals.transport.clients.SyncClient`)."""
-        from refusals.transport.clients import SyncClient  # noqa: PLC0415 - avoids a cycle
-
         return SyncClient(self)
 
     async def aclose(self) -> None:

@@ -26,7 +26,7 @@ from refusals.providers._common import (
     arguments_text,
     key_names,
 )
-from refusals.providers._lenient import Given, filled, is_object, lenient, raw_value
+from refusals.providers._lenient import Given, filled, lenient, raw_value
 from refusals.providers.cohere.schema import (
     CallV1,
     CallV2,
@@ -34,7 +34,6 @@ from refusals.providers.cohere.schema import (
     Message,
     Tokens,
     decode_chat,
-    decode_message,
     decode_tokens,
     decode_usage,
 )
@@ -87,14 +86,15 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         body = decode_chat(data)
         if body.claimed_elsewhere():
             return None
-        v2 = is_object(body.message)
-        if not v2 and body.message:
+        message = body.message
+        if isinstance(message, str):
             return None  # a message that is a text: an error body (see `is_error`)
+        v2 = message is not None
         if provider is None:
             # `detect_provider`: a v2 message with a role, a generation id, or a v1 text,
             # with an upper-case finish reason.
             upper = is_upper(body.finish_reason)
-            role = v2 and message_of(body).role is not None
+            role = message is not None and message.role is not None
             if not (
                 (role and upper)
                 or type(body.generation_id) is str
@@ -109,19 +109,10 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return None
 
 
-def message_of(body: Chat) -> Message:
-    """A v2 body's message (an empty one when it is not an object)."""
-    value = body.message
-    if isinstance(value, Given):
-        given = value.value
-        return lenient(given, Message) if isinstance(given, dict) else Message()
-    return decode_message(value) if is_object(value) else Message()
-
-
 def to_response(body: Chat, provider: str) -> LLMResponse:
     """The one mapping of a chat body to an `LLMResponse`."""
-    if is_object(body.message):  # v2
-        message = message_of(body)
+    message = body.message
+    if isinstance(message, Message):  # v2
         content, reasoning = v2_text(message)
         calls = v2_calls(message.tool_calls)
         usage = usage_of(body.usage)

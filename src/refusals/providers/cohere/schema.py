@@ -65,8 +65,8 @@ class Chat(msgspec.Struct, gc=False):
     response_id: str | None = None
     text: str | msgspec.UnsetType | None = msgspec.UNSET
     generation_id: str | msgspec.UnsetType | None = msgspec.UNSET
-    # An error body's message is a text: Raw, read as a Message when it is an object.
-    message: Raw = NO_RAW
+    # A v2 body's message, or an error body's text.
+    message: Message | str | None = None
     finish_reason: str | msgspec.UnsetType | None = msgspec.UNSET
     model: str | None = None
     # Raw: read only when a non-empty object (`{}` adds no usage to a stream).
