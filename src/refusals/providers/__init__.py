@@ -34,6 +34,7 @@ from refusals.providers._common import (
     type_name,
 )
 from refusals.providers._protocol import WireFormat
+from refusals.providers.registry import VENDORS
 from refusals.stream import WireDecoder, never_retried
 
 __all__ = [
@@ -46,27 +47,12 @@ __all__ = [
     "stream_decoder_for",
 ]
 
-PROVIDERS: tuple[str, ...] = (
-    "anthropic",
-    "openai",
-    "openai-responses",
-    "azure",
-    "gemini",
-    "vertex",
-    "bedrock",
-    "openrouter",
-    "deepseek",
-    "xai",
-    "groq",
-    "mistral",
-    "cohere",
-    "ollama",
-)
-"""Provider names accepted by `--provider` and as the prefix of model strings."""
+PROVIDERS: tuple[str, ...] = tuple(row.name for row in VENDORS if row.reads_as is None)
+"""Provider names accepted by `--provider` and `normalize(provider=...)` (see `registry`)."""
 
 # Vendors whose API is OpenAI Chat Completions with their own extensions and errors.
 _CHAT_COMPATIBLE = frozenset(
-    {"openai", "azure", "openrouter", "deepseek", "xai", "groq", "mistral"}
+    row.name for row in VENDORS if row.reads_as is None and row.format == "openai-chat"
 )
 
 _EXPECTED = (
@@ -249,22 +235,8 @@ def _hint(body: JsonObject) -> WireFormat | None:
     return None
 
 
-_HOSTS: tuple[tuple[str, str], ...] = (
-    ("api.anthropic.com", "anthropic"),
-    ("api.openai.com", "openai"),
-    (".openai.azure.com", "azure"),
-    (".cognitiveservices.azure.com", "azure"),
-    (".services.ai.azure.com", "azure"),
-    ("openrouter.ai", "openrouter"),
-    ("api.deepseek.com", "deepseek"),
-    ("api.x.ai", "xai"),
-    ("api.groq.com", "groq"),
-    ("api.mistral.ai", "mistral"),
-    ("api.cohere.com", "cohere"),
-    ("api.cohere.ai", "cohere"),
-    ("generativelanguage.googleapis.com", "gemini"),
-    ("aiplatform.googleapis.com", "vertex"),
-    (".amazonaws.com", "bedrock"),
+_HOSTS: tuple[tuple[str, str], ...] = tuple(
+    (host, row.read_name) for row in VENDORS for host in row.hosts
 )
 """Host (or host suffix) → provider name, for `provider_for_url`."""
 

@@ -49,6 +49,7 @@ from refusals.model import (
 from refusals.providers import NormalizeError, normalize
 from refusals.providers._common import redact
 from refusals.providers.anthropic import request as anthropic_request
+from refusals.providers.registry import VENDORS, Wire
 from refusals.request import Request
 from refusals.stream import StreamError, StreamEvent, Verdict
 from refusals.transport import builders
@@ -80,8 +81,6 @@ __all__ = [
     "client_for",
     "parse_model_string",
 ]
-
-Wire = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"]
 
 
 class CallTimeout(httpx.ReadTimeout):
@@ -116,78 +115,18 @@ class _Provider:
 # base_url follows each official SDK: the server root for Anthropic and Gemini, the root
 # plus `/v1` (or the vendor's OpenAI-compatible prefix) for OpenAI-compatible servers.
 _PROVIDERS: dict[str, _Provider] = {
-    "anthropic": _Provider(
-        "anthropic",
-        "anthropic",
-        "https://api.anthropic.com",
-        ("ANTHROPIC_API_KEY",),
-        base_url_env=("ANTHROPIC_BASE_URL",),
-    ),
-    "openai": _Provider(
-        "openai-chat",
-        "openai",
-        "https://api.openai.com/v1",
-        ("OPENAI_API_KEY",),
-        base_url_env=("OPENAI_BASE_URL",),
-    ),
-    "openai-responses": _Provider(
-        "openai-responses",
-        "openai-responses",
-        "https://api.openai.com/v1",
-        ("OPENAI_API_KEY",),
-        base_url_env=("OPENAI_BASE_URL",),
-    ),
-    "azure": _Provider(
-        "openai-chat",
-        "azure",
-        None,
-        ("AZURE_OPENAI_API_KEY",),
-        base_url_env=("AZURE_OPENAI_ENDPOINT",),
-    ),
-    "gemini": _Provider(
-        "gemini",
-        "gemini",
-        "https://generativelanguage.googleapis.com",
-        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-        base_url_env=("GOOGLE_GEMINI_BASE_URL",),
-    ),
-    "vertex": _Provider("gemini", "vertex", None, ("GOOGLE_OAUTH_ACCESS_TOKEN",)),
-    "bedrock": _Provider("bedrock", "bedrock", None, ("AWS_BEARER_TOKEN_BEDROCK",), True),
-    "openrouter": _Provider(
-        "openai-chat", "openrouter", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)
-    ),
-    "deepseek": _Provider(
-        "openai-chat", "deepseek", "https://api.deepseek.com/v1", ("DEEPSEEK_API_KEY",)
-    ),
-    "xai": _Provider("openai-chat", "xai", "https://api.x.ai/v1", ("XAI_API_KEY",)),
-    "groq": _Provider("openai-chat", "groq", "https://api.groq.com/openai/v1", ("GROQ_API_KEY",)),
-    "mistral": _Provider(
-        "openai-chat", "mistral", "https://api.mistral.ai/v1", ("MISTRAL_API_KEY",)
-    ),
-    "together": _Provider(
-        "openai-chat", "openai", "https://api.together.xyz/v1", ("TOGETHER_API_KEY",)
-    ),
-    "ollama": _Provider(
-        "openai-chat",
-        "ollama",
-        "http://localhost:11434/v1",
-        ("OLLAMA_API_KEY",),
-        True,
-        base_url_env=("OLLAMA_BASE_URL",),
-    ),
-    "vllm": _Provider(
-        "openai-chat", "openai", None, ("VLLM_API_KEY",), True, base_url_env=("VLLM_BASE_URL",)
-    ),
-    "openai-compatible": _Provider(
-        "openai-chat",
-        "openai",
-        None,
-        ("OPENAI_COMPATIBLE_API_KEY",),
-        True,
-        base_url_env=("OPENAI_COMPATIBLE_BASE_URL",),
-    ),
-    "mock": _Provider("anthropic", "anthropic", "http://mock.invalid"),
+    row.name: _Provider(
+        row.wire,
+        row.read_name,
+        row.base_url,
+        row.key_env,
+        row.key_optional,
+        row.base_url_env,
+    )
+    for row in VENDORS
+    if row.wire is not None
 }
+_READ_ONLY = frozenset(row.name for row in VENDORS if row.wire is None)
 
 MODEL_PROVIDERS: tuple[str, ...] = tuple(_PROVIDERS)
 """Every `PROVIDER:` prefix a model string may start with."""
@@ -215,6 +154,11 @@ def parse_model_string(model: str) -> tuple[str, str]:
         raise ClientError(
             f"model {model!r} names no provider: write PROVIDER:MODEL, {_EXAMPLE} "
             f"(providers: {', '.join(MODEL_PROVIDERS)})"
+        )
+    if provider in _READ_ONLY:
+        raise ClientError(
+            f"{provider} responses can be read (refusals inspect, normalize) but no client "
+            f"calls its API yet; expected one of: {', '.join(MODEL_PROVIDERS)}"
         )
     if provider not in _PROVIDERS:
         raise ClientError(
