@@ -100,7 +100,9 @@ class VerdictLog:
             batch: list[bytes] = []
             size = os.fstat(self._fd).st_size
             for line in lines:
-                if self.max_bytes and size + len(line) > self.max_bytes and (batch or size):
+                # `while`: the file a rotation lands on may be one another writer has
+                # filled already, and the line is checked against it again.
+                while self.max_bytes and size + len(line) > self.max_bytes and (batch or size):
                     if batch:
                         os.write(self._fd, b"".join(batch))
                         batch = []
