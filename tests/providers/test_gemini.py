@@ -431,7 +431,7 @@ def test_an_html_error_page_is_classified_by_its_status_alone() -> None:
 
 def test_an_error_wrapped_in_an_array_by_the_streaming_endpoint_is_still_read() -> None:
     body = orjson.loads(read(WRITTEN / "error-429-resource-exhausted.json"))
-    response = gemini_module.parse_error([body], 429, "gemini")  # type: ignore[arg-type]
+    response = gemini_module.parse_error([body], 429, "gemini")
     assert response.error is not None
     assert response.error.kind is ErrorKind.TRANSIENT
 

@@ -38,7 +38,7 @@ def test_an_ollama_call_with_odd_arguments_is_read_once() -> None:
     reader.close()
     response = reader.response
     assert [(c.name, c.arguments) for c in response.tool_calls] == [("f", '{"q":"\ufffdx"}')]
-    assert response.usage.output_tokens == 3
+    assert response.usage is not None and response.usage.output_tokens == 3
 
 
 def test_an_anthropic_start_with_odd_iterations_is_read_once() -> None:
@@ -49,6 +49,7 @@ def test_an_anthropic_start_with_odd_iterations_is_read_once() -> None:
     )
     events = reader.feed("message_start", start)
     assert len(events) == 1
+    usage = reader.response.usage
     assert reader.response.model == "claude-opus-4-8"
-    assert reader.response.usage.input_tokens == 7
-    assert reader.response.usage.iterations == [{"type": "message", "model": "\ufffdx"}]
+    assert usage is not None and usage.input_tokens == 7
+    assert usage.iterations == [{"type": "message", "model": "\ufffdx"}]
