@@ -59,14 +59,13 @@ from refusals.providers._common import (
     arr,
     count,
     error_response,
-    integer,
     interrupted,
     key_names,
     obj,
     require_object,
     string,
 )
-from refusals.providers._lenient import raw_value
+from refusals.providers._lenient import Given, lenient, raw_value
 from refusals.providers.openai_chat import (
     ErrorVerdict,
     ModerationSignals,
@@ -151,46 +150,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             "`status`), got an object with keys: " + key_names(body)
         )
 
-    messages: list[str] = []
-    refusals: list[str] = []
-    reasoning: list[str] = []
-    tool_calls: list[ToolCall] = []
-    for entry in arr(body.get("output")):
-        item = obj(entry)
-        kind = string(item.get("type"))
-        if kind == "message":
-            texts: list[str] = []
-            for part in arr(item.get("content")):
-                piece = obj(part)
-                part_type = string(piece.get("type"))
-                if part_type in ("output_text", "text"):
-                    texts.append(string(piece.get("text")) or "")
-                elif part_type == "refusal":
-                    refusal = string(piece.get("refusal"))
-                    if refusal and refusal.strip():
-                        refusals.append(refusal)
-            if "".join(texts):
-                messages.append("".join(texts))
-        elif kind in _TOOL_CALL_ITEMS:
-            tool_calls.append(_tool_call(item))
-        elif kind == "reasoning":
-            reasoning.extend(_reasoning_texts(item))
-
-    return _response(
-        messages,
-        refusals,
-        reasoning,
-        tool_calls,
-        status=string(body.get("status")),
-        incomplete_reason=string(obj(body.get("incomplete_details")).get("reason")),
-        failure=obj(body.get("error")),
-        filtered=_azure_content_filters(body.get("content_filters")),
-        moderation=moderation_signals(body.get("moderation")),
-        usage=_usage(obj(body.get("usage"))),
-        model=nonblank(body.get("model")),
-        request_id=nonblank(body.get("id")),
-        provider=provider,
-    )
+    return _fast_response(lenient(body, _FastResponse), provider)
 
 
 def _response(
@@ -209,8 +169,7 @@ def _response(
     request_id: str | None,
     provider: str,
 ) -> LLMResponse:
-    """The response from what a Responses object says, however it was read (the dict
-    reader above or the typed fast path below)."""
+    """The response from what a Responses object says (see `_fast_response`)."""
     text = "\n\n".join(messages)
     failure_code = string(failure.get("code"))
 
@@ -303,16 +262,6 @@ def _tool_call(item: JsonObject) -> ToolCall:
     )
 
 
-def _reasoning_texts(item: JsonObject) -> list[str]:
-    texts: list[str] = []
-    for key in ("summary", "content"):
-        for part in arr(item.get(key)):
-            text = string(obj(part).get("text"))
-            if text and text.strip():
-                texts.append(text)
-    return texts
-
-
 def _azure_content_filters(filters: Any) -> tuple[list[str], list[Detail]]:
     """Azure `content_filters`: the categories of blocked entries, and one detail per entry.
 
@@ -350,16 +299,6 @@ def _azure_content_filters(filters: Any) -> tuple[list[str], list[Detail]]:
             }
         details.append(orjson.dumps(detail).decode())
     return list(dict.fromkeys(categories)), details
-
-
-def _usage(usage: JsonObject) -> Usage:
-    input_details = obj(usage.get("input_tokens_details"))
-    return Usage(
-        input_tokens=integer(usage.get("input_tokens")),
-        output_tokens=integer(usage.get("output_tokens")),
-        cache_read_tokens=integer(input_details.get("cached_tokens")),
-        cache_creation_tokens=integer(input_details.get("cache_write_tokens")),
-    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -920,6 +859,8 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 
 
 def _fast_response(body: _FastResponse, provider: str) -> LLMResponse:
+    """The one mapping of a Responses object (read strictly from bytes, or by the lenient
+    pass from a decoded value) to an `LLMResponse`."""
     messages: list[str] = []
     refusals: list[str] = []
     reasoning: list[str] = []
@@ -988,8 +929,10 @@ def _fast_response(body: _FastResponse, provider: str) -> LLMResponse:
     )
 
 
-def _fast_filters(value: Raw) -> tuple[list[str], list[Detail]]:
+def _fast_filters(value: Raw | Given) -> tuple[list[str], list[Detail]]:
     """`_azure_content_filters` of a raw `content_filters` value."""
+    if isinstance(value, Given):
+        return _azure_content_filters(value.value)
     try:
         entries = _decode_filters(value)
     except FAST_FAILED:
@@ -1011,8 +954,10 @@ def _fast_filters(value: Raw) -> tuple[list[str], list[Detail]]:
     return _NO_FILTERS
 
 
-def _fast_moderation(value: Raw) -> ModerationSignals:
+def _fast_moderation(value: Raw | Given) -> ModerationSignals:
     """`moderation_signals` of a raw `moderation` value."""
+    if isinstance(value, Given):
+        return moderation_signals(value.value)
     try:
         moderation = _decode_moderation(value)
     except FAST_FAILED:
