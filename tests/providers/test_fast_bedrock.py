@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -93,10 +92,9 @@ def test_invoke_and_error_bodies_keep_the_dict_path(path: Path) -> None:
     _both(data)
 
 
-def test_a_trace_with_policies_is_read_raw_and_still_fast() -> None:
+def test_a_trace_with_policies_is_read_and_still_fast() -> None:
+    # The trace stays raw in the schema and is read by the guardrail rules.
     data = _dumps(PII)
-    with pytest.raises(msgspec.ValidationError):
-        bedrock._decode_converse(data)
     assert taken_fast(data, None)
     result = agree(data, "bedrock")
     assert isinstance(result, LLMResponse)

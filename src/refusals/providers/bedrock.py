@@ -59,7 +59,6 @@ from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
     NO_RAW,
-    Absent,
     Count,
     JsonObject,
     NormalizeError,
@@ -82,7 +81,7 @@ from refusals.providers._common import (
 from refusals.providers._common import (
     FINAL as _FINAL,
 )
-from refusals.providers._lenient import raw_value
+from refusals.providers._lenient import lenient, raw_value
 from refusals.stream import (
     ReasoningDelta,
     StreamError,
@@ -183,67 +182,7 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
             "expected a Bedrock Converse response (an object with output and stopReason)"
         )
 
-    texts: list[str] = []
-    thinking: list[str] = []
-    tool_calls: list[ToolCall] = []
-    details: list[Detail] = []
-    message = obj(obj(body.get("output")).get("message"))
-    for block in arr(message.get("content")):
-        if not isinstance(block, dict):
-            continue
-        text = string(block.get("text"))
-        if text:
-            texts.append(text)
-        texts += _cited_texts(block.get("citationsContent"))
-        tool = block.get("toolUse")
-        if isinstance(tool, dict):
-            tool_calls.append(
-                ToolCall(
-                    id=string(tool.get("toolUseId")) or "",
-                    name=string(tool.get("name")) or "",
-                    arguments=json_text(tool["input"]) if "input" in tool else "",
-                )
-            )
-        reasoning = block.get("reasoningContent")
-        if isinstance(reasoning, dict):
-            if "reasoningText" in reasoning:
-                reasoning_text = obj(reasoning.get("reasoningText"))
-                text = string(reasoning_text.get("text"))
-                if text:
-                    thinking.append(text)
-                details.append(
-                    typed_detail("thinking", "signature", string(reasoning_text.get("signature")))
-                )
-            if "redactedContent" in reasoning:
-                details.append(
-                    typed_detail("redacted_thinking", "data", _base64(reasoning["redactedContent"]))
-                )
-
-    raw = string(body.get("stopReason"))
-    finish, stop = _guardrail_outcome(_finish(raw), obj(obj(body.get("trace")).get("guardrail")))
-    if stop is not None:
-        details.append(stop.to_detail())
-
-    content = "".join(texts) or None
-    reasoning_text_all = "\n\n".join(thinking) or None
-    metadata = obj(body.get("ResponseMetadata"))
-    return LLMResponse(
-        content=content,
-        tool_calls=tool_calls,
-        reasoning=reasoning_text_all,
-        reasoning_details=details,
-        usage=_usage(body.get("usage")),
-        finish_reason=finish,
-        raw_finish_reason=raw,
-        model=None,  # Converse does not echo the model id in the body.
-        request_id=string(metadata.get("RequestId")),
-        provider=provider,
-        api=API,
-        # Output a guardrail masked and let through is delivered whole, not cut off.
-        cut_off=interrupted(finish)
-        and bool(content or tool_calls or reasoning_text_all)
-        and not (stop is not None and stop.altered),
-    )
+    return _to_response(lenient(body, _Converse), provider)
 
 
 def _cited_texts(citations: Any) -> list[str]:
@@ -936,48 +875,47 @@ def _block_index(payload: JsonObject) -> int:
     return 0
 
 
-# --- typed fast path (see providers/_common.py) ----------------------------------------
+# --- the Converse schema -----------------------------------------------------------
 #
-# Converse bodies only: InvokeModel bodies (native ones, or with Bedrock's marker keys)
-# stay on the dict path, as do error bodies. A guardrail trace is typed only as far as
-# telling that no assessment names a policy (the common "No action." trace); a trace with
-# policies is read again raw, by the dict reader's helpers. The Structs are gc=False:
-# decoded JSON holds no reference cycles, and untracked objects allocate faster.
+# Converse bodies are read through these Structs only: strictly from bytes, through the
+# lenient pass from decoded values. InvokeModel bodies (native ones, or with Bedrock's
+# marker keys) and error bodies are read by their own functions above.
 
 
-class _FastReasoningText(msgspec.Struct, gc=False):
+class _ReasoningText(msgspec.Struct, gc=False):
     text: str | None = None
     signature: str | None = None
 
 
-class _FastReasoning(msgspec.Struct, rename="camel", gc=False):
+class _ReasoningContent(msgspec.Struct, rename="camel", gc=False):
     # Both keys count by presence alone, null included.
-    reasoning_text: _FastReasoningText | msgspec.UnsetType | None = msgspec.UNSET
-    redacted_content: str | msgspec.UnsetType | None = msgspec.UNSET
+    reasoning_text: _ReasoningText | msgspec.UnsetType | None = msgspec.UNSET
+    # Raw: text on the wire, bytes in a boto3 response (base64-encoded for the detail).
+    redacted_content: Raw = NO_RAW
 
 
-class _FastTool(msgspec.Struct, rename="camel", gc=False):
+class _ToolUse(msgspec.Struct, rename="camel", gc=False):
     tool_use_id: str | None = None
     name: str | None = None
     input: Raw = NO_RAW
 
 
-class _FastBlock(msgspec.Struct, rename="camel", gc=False):
+class _ContentBlock(msgspec.Struct, rename="camel", gc=False):
     text: str | None = None
     citations_content: Raw = NO_RAW
-    tool_use: _FastTool | None = None
-    reasoning_content: _FastReasoning | None = None
+    tool_use: _ToolUse | None = None
+    reasoning_content: _ReasoningContent | None = None
 
 
-class _FastMessage(msgspec.Struct, gc=False):
-    content: list[_FastBlock] | None = None
+class _ConverseMessage(msgspec.Struct, gc=False):
+    content: list[_ContentBlock] | None = None
 
 
-class _FastOutput(msgspec.Struct, gc=False):
-    message: _FastMessage | None = None
+class _ConverseOutput(msgspec.Struct, gc=False):
+    message: _ConverseMessage | None = None
 
 
-class _FastUsage(msgspec.Struct, rename="camel", gc=False):
+class _ConverseUsage(msgspec.Struct, rename="camel", gc=False):
     # In the order Bedrock writes them (alphabetical): msgspec tries the next field first.
     cache_read_input_tokens: Count | None = 0
     cache_write_input_tokens: Count | None = 0
@@ -985,180 +923,131 @@ class _FastUsage(msgspec.Struct, rename="camel", gc=False):
     output_tokens: Count | None = 0
 
 
-class _FastAssessment(msgspec.Struct, rename="camel", gc=False):
-    # Every policy `_guardrail_outcome` reads; an assessment with none of them (only
-    # details and metrics) adds nothing to the verdict.
-    topic_policy: Absent = 0
-    content_policy: Absent = 0
-    word_policy: Absent = 0
-    sensitive_information_policy: Absent = 0
-    contextual_grounding_policy: Absent = 0
-    automated_reasoning_policy: Absent = 0
-
-
-# A part of the trace: guardrail id → assessment (or list of them), or a list of such maps.
-_FastAssessments = dict[str, _FastAssessment | list[_FastAssessment]]
-_FastPart = _FastAssessments | list[_FastAssessments] | None
-
-
-class _FastGuardrail(msgspec.Struct, rename="camel", gc=False):
-    action_reason: str | None = None
-    input_assessment: _FastPart = None
-    output_assessments: _FastPart = None
-    input: _FastPart = None
-    outputs: _FastPart = None
-
-
-class _FastTrace(msgspec.Struct, gc=False):
-    guardrail: _FastGuardrail | None = None
-
-
-class _FastMetadata(msgspec.Struct, rename="pascal", gc=False):
+class _Metadata(msgspec.Struct, rename="pascal", gc=False):
     request_id: str | None = None
 
 
-class _FastBody(msgspec.Struct, rename="camel", gc=False):
-    output: _FastOutput | None = None
+class _Converse(msgspec.Struct, rename="camel", gc=False):
+    """A Converse response, the only description of its wire (the guardrail trace is
+    read by `_guardrail_outcome`)."""
+
+    output: _ConverseOutput | None = None
     stop_reason: str | msgspec.UnsetType | None = msgspec.UNSET
-    usage: _FastUsage | None = None
-    response_metadata: _FastMetadata | None = msgspec.field(default=None, name="ResponseMetadata")
-    # Read only to decline what detection would route elsewhere.
+    usage: _ConverseUsage | None = None
+    response_metadata: _Metadata | None = msgspec.field(default=None, name="ResponseMetadata")
+    trace: Raw = NO_RAW
+    # Read only to decline what detection would route elsewhere: another format's hints,
+    # Gemini's keys (asked before Bedrock's), and the InvokeModel marker keys.
     object: str | None = None
     type: str | None = None
-    # Gemini's keys, which detection asks before Bedrock's, and the InvokeModel marker keys:
-    # present at all, the body is declined (with the provider name too, where the dict
-    # path reads Gemini's keys as nothing: slower, not different).
-    candidates: Absent = 0
-    prompt_feedback: Absent = 0
-    guardrail_action: Absent = msgspec.field(default=0, name=GUARDRAIL_ACTION)
-    invocation_metrics: Absent = msgspec.field(default=0, name=INVOCATION_METRICS)
+    candidates: Raw = NO_RAW
+    prompt_feedback: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name=GUARDRAIL_ACTION)
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name=INVOCATION_METRICS)
 
 
-class _FastConverse(_FastBody, gc=False):
-    trace: _FastTrace | None = None
-
-
-class _FastTracedConverse(_FastBody, gc=False):
-    trace: Raw = NO_RAW
-
-
-_decode_converse = msgspec.json.Decoder(_FastConverse).decode
-_decode_traced = msgspec.json.Decoder(_FastTracedConverse).decode
-_UNSET = msgspec.UNSET
+_decode_converse = msgspec.json.Decoder(_Converse).decode
+_UNSET: Any = msgspec.UNSET
 # Reading an enum member off its class costs about as much as a function call.
 _ERROR = FinishReason.ERROR
-_CONTENT_FILTER = FinishReason.CONTENT_FILTER
 
 # msgspec encodes a text payload to UTF-8 before reading it: a lone surrogate in it fails
-# there, before any JSON is read (the dict path reads it as U+FFFD).
+# there, before any JSON is read (the lenient path reads it as U+FFFD).
 _DECLINED = (*FAST_FAILED, UnicodeEncodeError)
 
 
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """`parse_response` of a well-typed Converse body read through Structs, or None."""
+    """The response of a Converse body decoded strictly from its bytes; None when the body
+    is not one (detection's checks, without a provider) or the decode rejects it."""
     if provider is not None and provider != "bedrock":
         return None
     try:
-        body: _FastConverse | _FastTracedConverse
-        try:
-            body = _decode_converse(data)
-        except msgspec.ValidationError:
-            # A trace in which some policy was assessed, or one of a shape the typed trace
-            # does not take (or a body that is no Converse body: then this fails too).
-            body = _decode_traced(data)
-        raw = body.stop_reason
-        # A stopReason always gives a hint, so `is_invoke_body` is never asked (the marker
-        # keys that make an InvokeModel body whatever the hint are Absent).
-        if raw is _UNSET:
+        body = _decode_converse(data)
+        # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
+        # keys make an InvokeModel body whatever the hint.
+        if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:
             return None
-        output = body.output
+        if body.candidates or body.prompt_feedback:
+            return None  # Gemini's keys: detection (or `_module_for`) may look elsewhere
         if provider is None:
             # What detection checks: no hint of a format asked before Bedrock, and
             # `detect_provider`'s output object beside the stopReason.
-            if output is None:
+            if body.output is None:
                 return None
-            hint = body.object
-            if hint is not None and hint in ("chat.completion", "response"):
+            if body.object is not None and body.object in ("chat.completion", "response"):
                 return None
-            hint = body.type
-            if hint is not None and hint in ("message", "error"):
+            if body.type is not None and body.type in ("message", "error"):
                 return None
             provider = "bedrock"
-
-        texts: list[str] = []
-        thinking: list[str] = []
-        tool_calls: list[ToolCall] = []
-        details: list[Detail] = []
-        message = output.message if output is not None else None
-        for block in (message.content if message is not None else None) or ():
-            text = block.text
-            if text:
-                texts.append(text)
-            if block.citations_content:
-                texts += _cited_texts(raw_value(block.citations_content))
-            tool = block.tool_use
-            if tool is not None:
-                arguments = json_text(raw_value(tool.input)) if tool.input else ""
-                tool_calls.append(ToolCall(tool.tool_use_id or "", tool.name or "", arguments))
-            reasoning = block.reasoning_content
-            if reasoning is not None:
-                given = reasoning.reasoning_text
-                if given is not _UNSET:
-                    if given is not None and given.text:
-                        thinking.append(given.text)
-                    signature = given.signature if given is not None else None
-                    details.append(typed_detail("thinking", "signature", signature))
-                redacted = reasoning.redacted_content
-                if redacted is not _UNSET:
-                    details.append(typed_detail("redacted_thinking", "data", redacted))
-
-        finish = STOP_REASONS.get(raw, _ERROR) if raw is not None else _ERROR
-        stop = None
-        trace = body.trace
-        if trace is None:
-            pass
-        elif isinstance(trace, Raw):
-            if trace:
-                guardrail = obj(obj(raw_value(trace)).get("guardrail"))
-                finish, stop = _guardrail_outcome(finish, guardrail)
-        elif finish is _CONTENT_FILTER:
-            # No policy in the trace: only a filter stop's explanation can come from it (an
-            # ordinary stop's "No action." adds nothing).
-            typed = trace.guardrail
-            reason = typed.action_reason if typed is not None else None
-            finish, stop = _guardrail_outcome(finish, {"actionReason": reason})
-        if stop is not None:
-            details.append(stop.to_detail())
-
-        content = "".join(texts) or None
-        reasoning_text = "\n\n".join(thinking) if thinking else None
-        usage = body.usage
-        if usage is None:
-            counts = Usage()
-        else:
-            counts = new_usage(
-                usage.input_tokens or 0,
-                usage.output_tokens or 0,
-                usage.cache_read_input_tokens or 0,
-                usage.cache_write_input_tokens or 0,
-                [],
-            )
-        metadata = body.response_metadata
-        return new_response(
-            content,
-            tool_calls,
-            reasoning_text,
-            details,
-            counts,
-            finish,
-            raw,
-            None,  # Converse does not echo the model id in the body.
-            metadata.request_id if metadata is not None else None,
-            provider,
-            API,
-            finish in INTERRUPTED
-            and bool(content or tool_calls or reasoning_text)
-            and not (stop is not None and stop.altered),
-        )
+        return _to_response(body, provider)
     except _DECLINED:
         return None
+
+
+def _to_response(body: _Converse, provider: str) -> LLMResponse:
+    """The one mapping of a Converse body to an `LLMResponse`."""
+    texts: list[str] = []
+    thinking: list[str] = []
+    tool_calls: list[ToolCall] = []
+    details: list[Detail] = []
+    output = body.output
+    message = output.message if output is not None else None
+    for block in (message.content if message is not None else None) or ():
+        text = block.text
+        if text:
+            texts.append(text)
+        if block.citations_content:
+            texts += _cited_texts(raw_value(block.citations_content))
+        tool = block.tool_use
+        if tool is not None:
+            arguments = json_text(raw_value(tool.input)) if tool.input else ""
+            tool_calls.append(ToolCall(tool.tool_use_id or "", tool.name or "", arguments))
+        reasoning = block.reasoning_content
+        if reasoning is not None:
+            given = reasoning.reasoning_text
+            if isinstance(given, _ReasoningText):
+                if given.text:
+                    thinking.append(given.text)
+                details.append(typed_detail("thinking", "signature", given.signature))
+            elif given is None:  # present, but null (or not an object): no text, no signature
+                details.append(typed_detail("thinking", "signature", None))
+            if reasoning.redacted_content:
+                redacted = _base64(raw_value(reasoning.redacted_content))
+                details.append(typed_detail("redacted_thinking", "data", redacted))
+
+    raw = body.stop_reason if type(body.stop_reason) is str else None
+    guardrail = obj(obj(raw_value(body.trace)).get("guardrail")) if body.trace else {}
+    finish, stop = _guardrail_outcome(_finish(raw), guardrail)
+    if stop is not None:
+        details.append(stop.to_detail())
+
+    content = "".join(texts) or None
+    reasoning_text = "\n\n".join(thinking) if thinking else None
+    usage = body.usage
+    if usage is None:
+        counts = Usage()
+    else:
+        counts = new_usage(
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            usage.cache_read_input_tokens or 0,
+            usage.cache_write_input_tokens or 0,
+            [],
+        )
+    metadata = body.response_metadata
+    return new_response(
+        content,
+        tool_calls,
+        reasoning_text,
+        details,
+        counts,
+        finish,
+        raw,
+        None,  # Converse does not echo the model id in the body.
+        metadata.request_id if metadata is not None else None,
+        provider,
+        API,
+        finish in INTERRUPTED
+        and bool(content or tool_calls or reasoning_text)
+        and not (stop is not None and stop.altered),
+    )
