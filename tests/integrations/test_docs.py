@@ -120,7 +120,10 @@ def test_litellm_example(mock: MockServer) -> None:
     for old, new in {"claude-opus-4-7": "mock-refusal", "gpt-5": "mock-answer"}.items():
         source = source.replace(old, new)
     script = (
-        f"prompt = {PROMPT!r}\n{source}\nprint('RESPONSE:', response.choices[0].message.content)\n"
+        f"prompt = {PROMPT!r}\n{source}\n"
+        # One write: the example's `on_verdict` prints from LiteLLM's logging thread, and a
+        # `print` of several arguments can be split by it.
+        "import sys\nsys.stdout.write(f'RESPONSE: {response.choices[0].message.content}\\n')\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
