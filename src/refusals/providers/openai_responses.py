@@ -110,6 +110,7 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 """`incomplete_details.reason` → FinishReason; any value not listed is ERROR."""
 
 _TOOL_CALL_ITEMS = ("function_call", "custom_tool_call")
+_UNSET: Any = msgspec.UNSET
 
 
 def looks_like(body: JsonObject) -> bool:
@@ -253,15 +254,6 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     return finish_error(response, verdict)
 
 
-def _tool_call(item: JsonObject) -> ToolCall:
-    arguments = item.get("arguments") if "arguments" in item else item.get("input")
-    return ToolCall(
-        id=string(item.get("call_id")) or string(item.get("id")) or "",
-        name=string(item.get("name")) or "",
-        arguments=arguments_text(arguments, ""),
-    )
-
-
 def _azure_content_filters(filters: Any) -> tuple[list[str], list[Detail]]:
     """Azure `content_filters`: the categories of blocked entries, and one detail per entry.
 
@@ -319,18 +311,6 @@ _ARGUMENT_DONE = frozenset(
 _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
-# The events `quick` always leaves to `decode` (besides the tool calls and refusals that
-# come in items and parts).
-_DECODED_EVENTS = frozenset(
-    {
-        "response.refusal.delta",
-        "response.refusal.done",
-        "error",
-        *_ARGUMENT_DELTAS,
-        *_ARGUMENT_DONE,
-        *_REASONING_DELTAS,
-    }
-)
 
 
 def detect_stream(name: str | None, payload: Any) -> str | None:
@@ -386,8 +366,8 @@ class StreamDecoder(WireDecoder):
       with `response.failed`.
     - A stream that ends before a terminal event (or an `error`) is incomplete.
 
-    `quick` reads the common events (text deltas, the opening and terminal events, items
-    and parts without a tool call or refusal) through Structs, with the same outcome.
+    Every event is read through `_FastEvent`: decoded strictly by `quick`, or, when that
+    fails, decoded by the driver and read by `decode` through the lenient pass.
     """
 
     API = API
@@ -408,108 +388,52 @@ class StreamDecoder(WireDecoder):
         self._streamed = False
 
     def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
-        """The common events read through `_FastEvent`, exactly as `decode` reads them:
-        text deltas, the opening and terminal events, and the part and item bookkeeping
-        that carries no refusal or tool call. None for every other event."""
         try:
             event = _decode_event(data)
         except FAST_FAILED:
-            return None
-        kind = event.type or name
-        if kind == _TEXT_DELTA:
-            return self._quick_text(event)
-        if kind in _TERMINAL_EVENTS:
-            return self._quick_terminal(kind, event.response)
-        if kind in _OPENING_EVENTS:
-            if event.response is not None:
-                self._named(event.response.model, event.response.id)
-            return []
-        # Tool calls (`_item`) and refusals given whole (`_whole_refusal`, until a delta
-        # brought one) are left to `decode`; the items and parts without them say nothing.
-        if kind == "response.output_item.added":
-            item = event.item
-            return None if item is not None and item.type in _TOOL_CALL_ITEMS else []
-        if kind == "response.output_item.done" and not self._refusal:
-            item = event.item
-            if item is None:
-                return []
-            if item.type == "message":
-                refused = any(part.type == "refusal" for part in item.content or ())
-                return None if refused else []
-            return None if item.type in _TOOL_CALL_ITEMS else []
-        if kind == "response.content_part.done" and not self._refusal:
-            part = event.part
-            return None if part is not None and part.type == "refusal" else []
-        if kind in _DECODED_EVENTS:
-            return None
-        return []  # what `decode` ignores, and whole refusals after a refusal delta
-
-    def _quick_text(self, event: _FastEvent) -> list[StreamEvent]:
-        """`_text_delta`."""
-        text = event.delta
-        if not text:
-            return []
-        self._streamed = True
-        # `_part`: the output index when the key is there (null too), else the item id.
-        index = event.output_index
-        item = (event.item_id if index is msgspec.UNSET else index,)
-        if self._text and item != self._text_part:
-            text = "\n\n" + text
-        self._text_part = item
-        self._text = True
-        return [TextDelta(text)]
-
-    def _quick_terminal(
-        self, kind: str, response: _FastResponse | None
-    ) -> list[StreamEvent] | None:
-        """`_terminal`, with the final object read by `_fast_response`."""
-        body = response if response is not None else _FastResponse()
-        if body.status is None:
-            body.status = kind.removeprefix("response.")
+            return None  # the driver decodes the JSON, and `decode` reads it leniently
         try:
-            # Read before any state changes: a value it cannot take leaves the event to
-            # `decode`, which has its own ways with hostile values.
-            result = _fast_response(body, self.acc.provider or "openai-responses")
+            return self._read(name, event)
         except _READ_FAILED:
+            # Raised before any state changed (each handler reads what can fail first):
+            # `decode` reads the event again.
             return None
-        self.done = True
-        self._named(body.model, body.id)
-        return self._ended(result, has_usage=body.usage is not None)
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if not isinstance(payload, dict):
             return [StreamError("a Responses stream event is not a JSON object")]
-        kind = string(payload.get("type")) or name
+        return self._read(name, lenient(payload, _FastEvent))
+
+    def _read(self, name: str | None, event: _FastEvent) -> list[StreamEvent]:
+        kind = event.type or name
         if kind == _TEXT_DELTA:
-            return self._text_delta(payload)
+            return self._text_delta(event)
         if kind == "response.refusal.delta":
-            return self._refusal_delta(payload)
+            return self._refusal_delta(event, event.delta)
         if kind in _WHOLE_REFUSAL_EVENTS:
-            return self._whole_refusal(kind, payload)
+            return self._whole_refusal(kind, event)
         if kind in _ARGUMENT_DELTAS:
-            return self._arguments(payload, string(payload.get("delta")), done=False)
+            return self._arguments(event, event.delta, done=False)
         if kind in _ARGUMENT_DONE:
-            key = "arguments" if "arguments" in payload else "input"
-            return self._arguments(payload, string(payload.get(key)), done=True)
+            given = raw_value(event.arguments) if event.arguments else raw_value(event.input)
+            return self._arguments(event, given if isinstance(given, str) else None, done=True)
         if kind in _REASONING_DELTAS:
-            return self._reasoning_delta(payload)
+            return self._reasoning_delta(event)
         if kind == "response.output_item.added":
-            return self._item(payload)
+            return self._item(event)
         if kind in _OPENING_EVENTS:
-            self._meta(obj(payload.get("response")))
+            if event.response is not None:
+                self._named(event.response.model, event.response.id)
             return []
         if kind in _TERMINAL_EVENTS:
-            return self._terminal(kind, payload)
+            return self._terminal(kind, event.response)
         if kind == "error":
-            return self._error(payload)
+            return self._error(event)
         return []  # part and item bookkeeping, annotations, and event types added later
 
     def finish(self) -> list[StreamEvent]:
         stop = self._refusal_stop()
         return [Verdict(FinishReason.REFUSAL, None, stop)] if stop is not None else []
-
-    def _meta(self, response: JsonObject) -> None:
-        self._named(response.get("model"), response.get("id"))
 
     def _named(self, model: Any, request_id: Any) -> None:
         """The model and request id a Responses object names, when it names them."""
@@ -519,35 +443,33 @@ class StreamDecoder(WireDecoder):
             self.acc.request_id = request_id
 
     @staticmethod
-    def _part(payload: JsonObject, *keys: str) -> tuple[Any, ...]:
-        values = [payload.get("output_index", payload.get("item_id"))]
-        values += [payload.get(key) for key in keys]
-        return tuple(
-            v if isinstance(v, str | int) and not isinstance(v, bool) else None for v in values
-        )
+    def _part(event: _FastEvent, *more: Any) -> tuple[Any, ...]:
+        """Where an event belongs: its output index when the key is there (null too), else
+        its item id, then the content or summary indexes given."""
+        first = event.output_index if event.output_index is not _UNSET else event.item_id
+        return (first, *more)
 
-    def _text_delta(self, payload: JsonObject) -> list[StreamEvent]:
-        text = string(payload.get("delta"))
+    def _text_delta(self, event: _FastEvent) -> list[StreamEvent]:
+        text = event.delta
         if not text:
             return []
         self._streamed = True
-        item = self._part(payload)
+        item = self._part(event)
         if self._text and item != self._text_part:
-            text = "\n\n" + text  # a new message: parse_response joins messages so
+            text = "\n\n" + text  # a new message: a full body joins messages so
         self._text_part = item
         self._text = True
         return [TextDelta(text)]
 
-    def _refusal_delta(self, payload: JsonObject) -> list[StreamEvent]:
-        piece = string(payload.get("delta"))
+    def _refusal_delta(self, event: _FastEvent, piece: str | None) -> list[StreamEvent]:
         if not piece:
             return []
         self._streamed = True
-        part = self._part(payload, "content_index")
+        part = self._part(event, event.content_index)
         if not self._refusal:
             piece = self._blank_refusal + piece
             if not piece.strip():
-                self._blank_refusal = piece  # a blank refusal is none (parse_response)
+                self._blank_refusal = piece  # a blank refusal is none (as in a full body)
                 return []
             self._blank_refusal = ""
             self._refusal_part = part
@@ -568,60 +490,58 @@ class StreamDecoder(WireDecoder):
         self._refusal_stop_sent = True
         return StopDetails(explanation="".join(self._refusal))
 
-    def _whole_refusal(self, kind: str, payload: JsonObject) -> list[StreamEvent]:
+    def _whole_refusal(self, kind: str, event: _FastEvent) -> list[StreamEvent]:
         """A refusal given whole (`response.refusal.done`, a refusal part or a message item
         that is done): the refusal, when no delta brought it already. The final object may
         come with an empty `output`, so this is the only place it is said."""
         if self._refusal:
             return []
         if kind == "response.refusal.done":
-            texts = [string(payload.get("refusal")) or ""]
+            texts = [event.refusal or ""]
         elif kind == "response.content_part.done":
-            part = obj(payload.get("part"))
-            texts = [string(part.get("refusal")) or ""] if part.get("type") == "refusal" else []
+            part = event.part
+            texts = [part.refusal or ""] if part is not None and part.type == "refusal" else []
         else:
-            item = obj(payload.get("item"))
-            if item.get("type") != "message":
-                return self._item(payload)
-            texts = [
-                string(obj(part).get("refusal")) or ""
-                for part in arr(item.get("content"))
-                if obj(part).get("type") == "refusal"
-            ]
+            item = event.item
+            if item is None or item.type != "message":
+                return self._item(event)
+            texts = [part.refusal or "" for part in item.content or () if part.type == "refusal"]
         text = "\n\n".join(t for t in texts if t.strip())
         if not text:
             return []
-        return self._refusal_delta({**payload, "delta": text})
+        return self._refusal_delta(event, text)
 
-    def _reasoning_delta(self, payload: JsonObject) -> list[StreamEvent]:
-        text = string(payload.get("delta"))
+    def _reasoning_delta(self, event: _FastEvent) -> list[StreamEvent]:
+        text = event.delta
         if not text:
             return []
-        part = self._part(payload, "summary_index", "content_index")
+        part = self._part(event, event.summary_index, event.content_index)
         if self._reasoning_part is not None and part != self._reasoning_part:
             text = "\n\n" + text
         self._reasoning_part = part
         return [ReasoningDelta(text)]
 
-    def _index(self, payload: JsonObject, item: JsonObject | None = None) -> int | None:
-        index = payload.get("output_index")
-        item_id = string(payload.get("item_id")) or string(obj(item).get("id"))
-        if isinstance(index, int) and not isinstance(index, bool):
+    def _index(self, event: _FastEvent, item: _FastItem | None = None) -> int | None:
+        index = event.output_index
+        item_id = event.item_id if type(event.item_id) is str else None
+        if not item_id and item is not None:
+            item_id = item.id
+        if type(index) is int:
             if item_id:
                 self._item_index[item_id] = index
             return index
         return self._item_index.get(item_id) if item_id else None
 
-    def _item(self, payload: JsonObject) -> list[StreamEvent]:
-        item = obj(payload.get("item"))
-        if string(item.get("type")) not in _TOOL_CALL_ITEMS:
+    def _item(self, event: _FastEvent) -> list[StreamEvent]:
+        item = event.item
+        if item is None or item.type not in _TOOL_CALL_ITEMS:
             return []
-        index = self._index(payload, item)
+        call = _item_call(item)  # first: its arguments can fail a strict read
+        index = self._index(event, item)
         if index is None:
             return []
         self._streamed = True
         self._tool_calls = True
-        call = _tool_call(item)
         arguments = ""
         if call.arguments and index not in self._tools_streamed:
             self._tools_streamed.add(index)
@@ -630,25 +550,23 @@ class StreamDecoder(WireDecoder):
             ToolCallDelta(index, id=call.id or None, name=call.name or None, arguments=arguments)
         ]
 
-    def _arguments(self, payload: JsonObject, text: str | None, *, done: bool) -> list[StreamEvent]:
-        index = self._index(payload)
+    def _arguments(self, event: _FastEvent, text: str | None, *, done: bool) -> list[StreamEvent]:
+        index = self._index(event)
         if index is None or not text or (done and index in self._tools_streamed):
             return []
         self._streamed = True
         self._tools_streamed.add(index)
         return [ToolCallDelta(index, arguments=text)]
 
-    def _terminal(self, kind: str, payload: JsonObject) -> list[StreamEvent]:
+    def _terminal(self, kind: str, response: _FastResponse | None) -> list[StreamEvent]:
+        body = response if response is not None else _FastResponse()
+        if body.status is None:
+            body.status = kind.removeprefix("response.")
+        # Read before any state changes: a value it cannot take fails here.
+        result = _fast_response(body, self.acc.provider or "openai-responses")
         self.done = True
-        response = obj(payload.get("response"))
-        if not isinstance(response.get("status"), str):
-            response = {**response, "status": kind.removeprefix("response.")}
-        self._meta(response)
-        try:
-            result = parse_response(response, self.acc.provider or "openai-responses")
-        except NormalizeError as exc:  # pragma: no cover - parse_response accepts any status
-            return [StreamError(str(exc))]
-        return self._ended(result, has_usage=isinstance(response.get("usage"), dict))
+        self._named(body.model, body.id)
+        return self._ended(result, has_usage=body.usage is not None)
 
     def _ended(self, result: LLMResponse, *, has_usage: bool) -> list[StreamEvent]:
         """The events of a terminal event whose final object reads as `result`."""
@@ -674,11 +592,12 @@ class StreamDecoder(WireDecoder):
             events.append(StreamError(message, result.error))
         return events
 
-    def _error(self, payload: JsonObject) -> list[StreamEvent]:
-        error = payload.get("error")
+    def _error(self, event: _FastEvent) -> list[StreamEvent]:
+        error = raw_value(event.error) if event.error else None
         if not isinstance(error, dict | str):
             # The documented shape: {"type": "error", "code", "message", "param"}.
-            error = {k: payload[k] for k in ("code", "message", "param") if k in payload}
+            fields = (("code", event.code), ("message", event.message), ("param", event.param))
+            error = {key: raw_value(value) for key, value in fields if value}
         result = parse_error({"error": error}, None, self.acc.provider or "openai-responses")
         keep_error_details(self, result)
         failure = result.error
@@ -687,6 +606,14 @@ class StreamDecoder(WireDecoder):
             Verdict(result.finish_reason, result.raw_finish_reason, result.stop_details),
             StreamError(message, failure),
         ]
+
+
+def _item_call(item: _FastItem) -> ToolCall:
+    """A `function_call` or `custom_tool_call` item as a tool call."""
+    arguments = item.arguments if item.arguments else item.input
+    return ToolCall(
+        item.call_id or item.id or "", item.name or "", arguments_text(raw_value(arguments), "")
+    )
 
 
 def _output_events(result: LLMResponse) -> list[StreamEvent]:
@@ -770,15 +697,27 @@ _decode_response = msgspec.json.Decoder(_FastResponse).decode
 
 
 class _FastEvent(msgspec.Struct):
-    """A stream event, with the keys `decode` reads of the events `quick` takes."""
+    """A stream event of any type; `type` (or the SSE name) says which fields matter."""
 
     type: str | None = None
     delta: str | None = None
+    # Where the event belongs; values of other types read as null.
     output_index: Int | str | msgspec.UnsetType | None = msgspec.UNSET
     item_id: Int | str | None = None
+    content_index: Int | str | None = None
+    summary_index: Int | str | None = None
     item: _FastItem | None = None
     part: _FastPart | None = None
     response: _FastResponse | None = None
+    refusal: str | None = None
+    # The `done` events of arguments (`arguments`, or `input` for custom tools), and an
+    # error event's fields: any JSON value, read when the event is.
+    arguments: Raw = NO_RAW
+    input: Raw = NO_RAW
+    error: Raw = NO_RAW
+    code: Raw = NO_RAW
+    message: Raw = NO_RAW
+    param: Raw = NO_RAW
 
 
 _decode_event = msgspec.json.Decoder(_FastEvent).decode
@@ -881,14 +820,7 @@ def _fast_response(body: _FastResponse, provider: str) -> LLMResponse:
             if text:
                 messages.append(text)
         elif kind in _TOOL_CALL_ITEMS:
-            arguments = item.arguments if item.arguments else item.input
-            tool_calls.append(
-                ToolCall(
-                    item.call_id or item.id or "",
-                    item.name or "",
-                    arguments_text(raw_value(arguments), ""),
-                )
-            )
+            tool_calls.append(_item_call(item))
         elif kind == "reasoning":
             for parts in (item.summary, item.content):
                 for part in parts or ():
