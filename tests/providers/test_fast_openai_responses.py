@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import openai_responses
+from refusals.providers.openai_responses import schema as responses_schema
 from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
 from tests.providers._fast_support import FIXTURES, agree, quick_off, run_stream, taken_fast
@@ -133,7 +134,7 @@ def test_a_chat_compatible_name_reads_a_responses_fixture_as_the_dict_path(
 
 
 def test_the_names_taken_are_those_the_dispatch_sends_here() -> None:
-    assert {"openai-responses", *CHAT_COMPATIBLE} == openai_responses._PROVIDER_NAMES
+    assert {"openai-responses", *CHAT_COMPATIBLE} == openai_responses.PROVIDER_NAMES
     data = BODIES[0][1]
     for name in ("ollama", "anthropic", "gemini", "bedrock", "cohere", "OpenAI", "Azure"):
         assert openai_responses.parse_fast(data, name) is None
@@ -285,23 +286,23 @@ def _keys(struct: Any) -> list[str]:
 # Every object the Structs read, and the keys they declare there (a filter's results are a
 # mapping whose keys `error` and `custom_blocklists` are special).
 DECLARED: list[tuple[tuple[Any, ...], list[str]]] = [
-    ((), _keys(openai_responses._FastResponse)),
-    (("output", 1), _keys(openai_responses._FastItem)),
-    (("output", 2), _keys(openai_responses._FastItem)),
-    (("output", 0, "summary", 0), _keys(openai_responses._FastPart)),
-    (("output", 1, "content", 0), _keys(openai_responses._FastPart)),
-    (("incomplete_details",), _keys(openai_responses._FastIncomplete)),
-    (("usage",), _keys(openai_responses._FastUsage)),
-    (("usage", "input_tokens_details"), _keys(openai_responses._FastTokenDetails)),
-    (("content_filters", 0), [*_keys(openai_responses._FastFilter), "source_type"]),
+    ((), _keys(responses_schema.Response)),
+    (("output", 1), _keys(responses_schema.Item)),
+    (("output", 2), _keys(responses_schema.Item)),
+    (("output", 0, "summary", 0), _keys(responses_schema.Part)),
+    (("output", 1, "content", 0), _keys(responses_schema.Part)),
+    (("incomplete_details",), _keys(responses_schema.Incomplete)),
+    (("usage",), _keys(responses_schema.ResponseUsage)),
+    (("usage", "input_tokens_details"), _keys(responses_schema.TokenDetails)),
+    (("content_filters", 0), [*_keys(responses_schema.Filter), "source_type"]),
     (("content_filters", 0, "content_filter_results"), ["error", "custom_blocklists", "sexual"]),
     (
         ("content_filters", 0, "content_filter_results", "hate"),
-        _keys(openai_responses._FastFilterResult),
+        _keys(responses_schema.FilterResult),
     ),
-    (("moderation",), _keys(openai_responses._FastModeration)),
-    (("moderation", "input"), [*_keys(openai_responses._FastModerationResult), "code"]),
-    (("moderation", "output"), [*_keys(openai_responses._FastModerationResult), "message"]),
+    (("moderation",), _keys(responses_schema.Moderation)),
+    (("moderation", "input"), [*_keys(responses_schema.ModerationResult), "code"]),
+    (("moderation", "output"), [*_keys(responses_schema.ModerationResult), "message"]),
 ]
 ADDED: list[Any] = [
     None,

@@ -1,9 +1,11 @@
-"""Provider wire formats: one module each, behind one entry point, `normalize`.
+"""Provider wire formats: one package (or module) each, behind one entry point, `normalize`.
 
-Each wire-format module exposes `API` (the API it speaks), `parse_response(body,
-provider)` for a full response body and `parse_error(body, status, provider)` for an HTTP
-error body; both return an `LLMResponse`. `normalize` decodes the payload, works out
-the wire format from `provider` or from the body's shape, and dispatches.
+Each wire format offers what `_protocol.WireFormat` names: `API` (the API it speaks),
+`parse_fast(data, provider)` for the bytes of a body, `parse_response(body, provider)`
+for a decoded one and `parse_error(body, status, provider)` for an HTTP error body, all
+returning an `LLMResponse`, detection, and its stream reader. `normalize` works out the
+wire format from `provider`, the URL or the body's shape, and dispatches. The provider
+names and how each is read come from `registry`.
 """
 
 from __future__ import annotations

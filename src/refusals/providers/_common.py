@@ -20,19 +20,16 @@ from refusals.stream import StreamError, StreamEvent, Verdict
 JsonObject = dict[str, Any]
 
 
-# --- typed fast path ------------------------------------------------------------------
+# --- schema types ---------------------------------------------------------------------
 #
-# Each wire-format module can read a well-typed body (or stream event) straight from its
-# bytes into msgspec Structs that declare only the keys its dict reader looks at, and map
-# those to the same `LLMResponse`. Anything the Structs reject (a wrong type, a number out
-# of range, bytes that are not JSON) falls back to the dict reader, which stays the
-# definition of the behaviour; tests/providers/test_fast_path.py checks that both agree.
-#
-# Two rules keep the two paths equal. A Struct declares every key its dict reader reads,
-# presence checks included: a key that is not declared is skipped unread, so what the dict
-# reader would make of a value there cannot matter. And numbers keep orjson's reading:
-# orjson reads an integer beyond 64 bits as a float, so `Int` rejects those, and the dict
-# reader's answer is used (msgspec bounds an int to 64 signed bits at most).
+# A wire format's Structs (its schema) declare only the keys its mapping reads: a key not
+# declared is skipped unread. Bytes are decoded strictly; what that rejects (a wrong type,
+# a number out of range, bytes that are not JSON) is decoded by orjson and read by the
+# lenient pass (`providers/_lenient.py`) into the same Structs. Numbers keep orjson's
+# reading: orjson reads an integer beyond 64 bits as a float, so `Int` rejects those
+# (msgspec bounds an int to 64 bits) and the lenient pass reads what orjson gave. The
+# formats not moved to one schema yet (OpenAI Chat, Bedrock's streams) still have a dict
+# reader that their fast path must agree with (tests/providers/test_fast_path.py).
 
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 """An integer orjson reads as an int too (it reads ones beyond 64 bits as floats)."""

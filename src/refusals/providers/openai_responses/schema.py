@@ -1,0 +1,127 @@
+"""The OpenAI Responses wire (and Azure's), as msgspec Structs: the only description of it.
+
+Bodies (the Responses object), stream events, and the parts read only when present (Azure
+`content_filters`, OpenAI `moderation`). Bytes are decoded strictly; anything else goes
+through the shared lenient pass (`providers._lenient`) into the same Structs.
+https://platform.openai.com/docs/api-reference/responses/object,
+https://platform.openai.com/docs/api-reference/responses-streaming
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from refusals.providers._common import NO_RAW, Int, Raw
+
+
+class Part(msgspec.Struct):
+    """A message content part, or a reasoning summary or content part."""
+
+    type: str | None = None
+    text: str | None = None
+    refusal: str | None = None
+
+
+class Item(msgspec.Struct):
+    type: str | None = None
+    content: list[Part] | None = None
+    summary: list[Part] | None = None
+    call_id: str | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: Raw = NO_RAW
+    input: Raw = NO_RAW
+
+
+class Incomplete(msgspec.Struct):
+    reason: str | None = None
+
+
+class TokenDetails(msgspec.Struct):
+    # 0 for null as for absent: `integer` reads both as 0.
+    cached_tokens: Int | None = 0
+    cache_write_tokens: Int | None = 0
+
+
+class ResponseUsage(msgspec.Struct):
+    input_tokens: Int | None = 0
+    output_tokens: Int | None = 0
+    input_tokens_details: TokenDetails | None = None
+
+
+class Response(msgspec.Struct):
+    object: str | None = None
+    id: str | None = None
+    model: str | None = None
+    status: str | None = None
+    output: list[Item] | None = None
+    incomplete_details: Incomplete | None = None
+    error: Raw = NO_RAW
+    content_filters: Raw = NO_RAW
+    moderation: Raw = NO_RAW
+    usage: ResponseUsage | None = None
+    choices: Raw = NO_RAW
+    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
+
+
+decode_response = msgspec.json.Decoder(Response).decode
+
+
+class Event(msgspec.Struct):
+    """A stream event of any type; `type` (or the SSE name) says which fields matter."""
+
+    type: str | None = None
+    delta: str | None = None
+    # Where the event belongs; values of other types read as null.
+    output_index: Int | str | msgspec.UnsetType | None = msgspec.UNSET
+    item_id: Int | str | None = None
+    content_index: Int | str | None = None
+    summary_index: Int | str | None = None
+    item: Item | None = None
+    part: Part | None = None
+    response: Response | None = None
+    refusal: str | None = None
+    # The `done` events of arguments (`arguments`, or `input` for custom tools), and an
+    # error event's fields: any JSON value, read when the event is.
+    arguments: Raw = NO_RAW
+    input: Raw = NO_RAW
+    error: Raw = NO_RAW
+    code: Raw = NO_RAW
+    message: Raw = NO_RAW
+    param: Raw = NO_RAW
+
+
+decode_event = msgspec.json.Decoder(Event).decode
+
+
+class FilterResult(msgspec.Struct):
+    filtered: bool | None = None
+    detected: bool | None = None
+    severity: str | None = None
+
+
+class Filter(msgspec.Struct):
+    blocked: bool | None = None
+    content_filter_results: dict[str, FilterResult | None] | None = None
+
+
+class ModerationResult(msgspec.Struct):
+    type: str | None = None
+    results: Raw = NO_RAW
+    categories: dict[str, Any] | None = None
+    flagged: bool | None = None
+    blocked: bool | None = None
+    action: str | None = None
+    model: str | None = None
+
+
+class Moderation(msgspec.Struct):
+    input: ModerationResult | None = None
+    output: ModerationResult | None = None
+
+
+decode_filters = msgspec.json.Decoder(list[Filter | None] | None).decode
+decode_moderation = msgspec.json.Decoder(Moderation | None).decode
