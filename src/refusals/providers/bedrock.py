@@ -60,6 +60,7 @@ from refusals.providers._common import (
     INTERRUPTED,
     NO_RAW,
     Count,
+    Int,
     JsonObject,
     NormalizeError,
     Raw,
@@ -197,30 +198,42 @@ def _cited_texts(citations: Any) -> list[str]:
 
 def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
     """An HTTP error body (JSON, or the text of a non-JSON page) as an `LLMResponse`."""
-    request_id: str | None = None
     if isinstance(body, str):
-        name: str | None = None
-        message = _bounded_message(page_text(body))
-    else:
-        body = require_object(body, "a Bedrock error body")
-        error = obj(body.get("Error"))
-        metadata = obj(body.get("ResponseMetadata"))
-        name = (
-            _exception_name(body.get("__type"))
-            or _exception_name(body.get("type"))
-            or _exception_name(error.get("Code"))
-        )
-        message = _bounded_message(
-            string(body.get("message"))
-            or string(body.get("Message"))
-            or string(error.get("Message"))
-        )
-        request_id = string(metadata.get("RequestId"))
-        if status is None:
-            http_status = metadata.get("HTTPStatusCode")
-            if isinstance(http_status, int) and not isinstance(http_status, bool):
-                status = http_status
+        return _error_of(None, _bounded_message(page_text(body)), None, status, provider)
+    body = require_object(body, "a Bedrock error body")
+    return _to_error(lenient(body, _ErrorBody), status, provider)
 
+
+def parse_error_fast(data: bytes | str, status: int | None, provider: str) -> LLMResponse | None:
+    """`parse_error` of an error body decoded strictly from its bytes, or None."""
+    try:
+        body = _decode_error(data)
+    except _DECLINED:
+        return None
+    return _to_error(body, status, provider)
+
+
+def _to_error(body: _ErrorBody, status: int | None, provider: str) -> LLMResponse:
+    """The one mapping of an error body (`__type` or `type`, or boto3's `Error.Code`)."""
+    error = body.error
+    metadata = body.response_metadata
+    name = (
+        _exception_name(body.aws_type)
+        or _exception_name(body.type)
+        or _exception_name(error.code if error is not None else None)
+    )
+    message = _bounded_message(
+        body.message or body.message_upper or (error.message if error is not None else None)
+    )
+    request_id = metadata.request_id if metadata is not None else None
+    if status is None and metadata is not None:
+        status = metadata.http_status_code
+    return _error_of(name, message, request_id, status, provider)
+
+
+def _error_of(
+    name: str | None, message: str | None, request_id: str | None, status: int | None, provider: str
+) -> LLMResponse:
     known = _ERROR_NAMES.get(name.lower()) if name is not None else None
     if known is not None:
         name = known
@@ -238,6 +251,33 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     error_obj = ProviderError(kind, status, name, message)
     stop = StopDetails(explanation=message) if message is not None else None
     return error_response(error_obj, provider=provider, api=API, stop=stop, request_id=request_id)
+
+
+class _ErrorDetails(msgspec.Struct, rename="pascal", gc=False):
+    """boto3's `Error`: `{"Code", "Message"}`."""
+
+    code: str | None = None
+    message: str | None = None
+
+
+class _ErrorMetadata(msgspec.Struct, rename="pascal", gc=False):
+    request_id: str | None = None
+    http_status_code: Int | None = msgspec.field(default=None, name="HTTPStatusCode")
+
+
+class _ErrorBody(msgspec.Struct, gc=False):
+    """An error body: `{"message"}` with `__type` (or the x-amzn-ErrorType header), a
+    `type`, or boto3's `{"Error": {...}, "ResponseMetadata": {...}}`."""
+
+    aws_type: str | None = msgspec.field(default=None, name="__type")
+    type: str | None = None
+    message: str | None = None
+    message_upper: str | None = msgspec.field(default=None, name="Message")
+    error: _ErrorDetails | None = msgspec.field(default=None, name="Error")
+    response_metadata: _ErrorMetadata | None = msgspec.field(default=None, name="ResponseMetadata")
+
+
+_decode_error = msgspec.json.Decoder(_ErrorBody).decode
 
 
 # --- InvokeModel: native model bodies -------------------------------------------------
