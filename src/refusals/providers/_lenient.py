@@ -10,7 +10,9 @@ mapping gives the verdict. The rules are those of a careful hand-written reader:
   default (so `"model": 5` is a model that is present but not given, as `"model": null`);
 - in a list of objects, an element that is not one reads as an empty object (every field
   at its default: a block of no type, a candidate at index 0), as `obj(item)` reads it;
-  in a list of anything else, an element of the wrong type is dropped;
+  in a list of anything else, an element of the wrong type is dropped, and so is one
+  that is not an object where the Struct says `drop_non_objects` (a list whose reader
+  skips such elements);
 - a `Raw` field keeps the decoded value as it is (`Given`), read by `raw_value`;
 - keys the schema does not declare are never looked at.
 """
@@ -115,6 +117,8 @@ def _convert(value: Any, kind: mi.Type) -> Any:
         item_type = kind.item_type
         if isinstance(item_type, mi.StructType):
             cls = item_type.cls
+            if getattr(cls, "drop_non_objects", False):
+                return [_struct(cls, item) for item in value if isinstance(item, dict)]
             return [_struct(cls, item) if isinstance(item, dict) else cls() for item in value]
         items = [_convert(item, item_type) for item in value]
         return [item for item in items if item is not _MISSING]
@@ -137,6 +141,8 @@ def lenient_list(value: Any, cls: type[T]) -> list[T]:
     """`value` read as a list of the Struct `cls` (an empty list when it is not a list)."""
     if not isinstance(value, list):
         return []
+    if getattr(cls, "drop_non_objects", False):
+        return [_struct(cls, item) for item in value if isinstance(item, dict)]
     return [_struct(cls, item) if isinstance(item, dict) else cls() for item in value]
 
 
