@@ -1,0 +1,405 @@
+"""ConverseStream and InvokeModelWithResponseStream streams, one wire event at a time.
+https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+
+from refusals.model import (
+    ErrorKind,
+    FinishReason,
+    ProviderError,
+    Usage,
+    loads_lenient,
+)
+from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's format
+from refusals.providers._common import (
+    FINAL as _FINAL,
+)
+from refusals.providers._common import (
+    JsonObject,
+    arr,
+    error_events,
+    integer,
+    obj,
+    says_blocked,
+    string,
+    typed_detail,
+)
+from refusals.providers.bedrock.errors import (
+    error_message,
+    exception_name,
+    known_exception,
+    parse_error,
+)
+from refusals.providers.bedrock.guardrail import guardrail_outcome
+from refusals.providers.bedrock.invoke import NATIVE_STOP_REASONS
+from refusals.providers.bedrock.response import base64_text, finish_of
+from refusals.providers.bedrock.schema import (
+    API,
+    GUARDRAIL_ACTION,
+    GUARDRAIL_TRACE,
+    INVOCATION_METRICS,
+)
+from refusals.stream import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
+
+STREAM_EVENTS = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+        "chunk",
+    }
+)
+"""ConverseStream event types, and InvokeModelWithResponseStream's `chunk` (the
+`:event-type` header, or the key of a decoded event)."""
+
+
+def detect_stream(name: str | None, payload: Any) -> str | None:
+    """`"bedrock"` when the first event of a stream is a ConverseStream event.
+
+    With a name (the event-stream `:event-type` or `:exception-type`), the name must be a
+    ConverseStream event with an object payload, or a known Bedrock exception. Without
+    one, the payload must be an object whose single key is such an event.
+    """
+    if name is not None:
+        if name in STREAM_EVENTS:
+            return "bedrock" if isinstance(payload, dict) else None
+        return "bedrock" if known_exception(name) is not None else None
+    if not isinstance(payload, dict) or len(payload) != 1:
+        return None
+    ((key, value),) = payload.items()
+    if key in STREAM_EVENTS and isinstance(value, dict):
+        return "bedrock"
+    if known_exception(key) is not None:
+        return "bedrock"
+    return None
+
+
+class _Block:
+    """What the decoder keeps about one open content block (never its text)."""
+
+    __slots__ = ("kind", "redacted", "signature", "streamed", "thinking", "wrote")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.thinking = False  # reasoning text or a signature arrived
+        self.signature: str | None = None
+        self.redacted: str | None = None
+        self.streamed = False  # a tool's input arrived as deltas
+        self.wrote = False  # reasoning text was emitted
+
+
+class ConverseStreamReader(WireDecoder):
+    """Decoder of a ConverseStream stream, one wire event at a time.
+
+    - Text deltas become text; `toolUse` starts and input deltas become tool-call deltas;
+      `reasoningContent` deltas become reasoning, and their signature or redacted content
+      become reasoning details when the block stops, as in a full response.
+    - `messageStop` carries the verdict (`guardrail_intervened` and `content_filtered` are
+      content-filter stops) and is emitted right there.
+    - The `metadata` event after it carries usage and, with tracing on, the guardrail
+      trace: the blocked categories and `actionReason` are merged into the verdict's stop
+      details by a second verdict with the same finish reason. A blocked policy in the
+      trace turns an ordinary stop into a filter stop, as `parse_response` does.
+    - Modelled exceptions (`throttlingException`, `modelStreamErrorException`,
+      `validationException`, ...) are stream errors classified by `parse_error`: a
+      validation error that says a filter blocked the request is a content filter.
+
+    Completeness: the stream is complete at the `metadata` event that follows
+    `messageStop`. Bedrock always sends that event, but the wait for it is bounded by the
+    end of the stream: a stream that ends right after `messageStop` is complete too,
+    because `messageStop` already carries the verdict and `metadata` only adds usage and
+    the trace (a guardrail stop without it has a notice without categories). A stream
+    that ends before `messageStop` is incomplete.
+    """
+
+    API = API
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(provider)
+        self._blocks: dict[int, _Block] = {}
+        self._reasoning = False  # some reasoning text was emitted
+        self._stop: tuple[FinishReason, str | None] | None = None
+        self._inner: WireDecoder | None = None  # Claude's events inside InvokeModel chunks
+
+    def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        if name is None:
+            found = _wrapped_event(payload)
+            if found is None:
+                if isinstance(payload, dict):
+                    return []  # an event type added after this was written
+                return [StreamError("a stream event is not a JSON object")]
+            name, payload = found
+        if _is_exception(name):
+            return self._exception(name, payload)
+        if not isinstance(payload, dict):
+            return [StreamError(f"the {name} stream event is not a JSON object")]
+        if name == "contentBlockDelta":
+            return self._delta(payload)
+        if name == "contentBlockStart":
+            return self._start(payload)
+        if name == "contentBlockStop":
+            index = _block_index(payload)
+            block = self._blocks.pop(index, None)
+            return self._close(index, block) if block is not None else []
+        if name == "messageStop":
+            return self._message_stop(payload)
+        if name == "metadata":
+            return self._metadata(payload)
+        if name == "chunk":
+            return self._chunk(payload)
+        return []  # messageStart carries only the role
+
+    # InvokeModelWithResponseStream: each `chunk` carries the model's own stream event as
+    # base64 `bytes`: Anthropic Messages events for Claude, native chunks for the others.
+
+    def _chunk(self, payload: JsonObject) -> list[StreamEvent]:
+        inner = _chunk_payload(payload.get("bytes"))
+        if inner is None:
+            return [StreamError("an InvokeModel stream chunk does not hold a JSON object")]
+        events: list[StreamEvent] = []
+        if self._inner is None and anthropic.detect_stream(None, inner) is not None:
+            self._inner = anthropic.StreamDecoder(self.acc.provider or "bedrock")
+            self._inner.acc = self.acc  # one response, whichever decoder reads the event
+        if self._inner is not None:
+            events += self._inner.decode(None, inner)
+            self.done = self.done or self._inner.done
+        else:
+            events += self._native_chunk(inner)
+        metrics = inner.get(INVOCATION_METRICS)
+        if isinstance(metrics, dict):
+            events.append(
+                UsageUpdate(
+                    Usage(
+                        input_tokens=integer(metrics.get("inputTokenCount")),
+                        output_tokens=integer(metrics.get("outputTokenCount")),
+                    )
+                )
+            )
+        action = string(inner.get(GUARDRAIL_ACTION))
+        if action is not None and action.upper() == "INTERVENED":
+            trace = obj(obj(inner.get(GUARDRAIL_TRACE)).get("guardrail"))
+            _, stop = guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
+            events.append(Verdict(FinishReason.CONTENT_FILTER, action, stop))
+        return events
+
+    def _native_chunk(self, inner: JsonObject) -> list[StreamEvent]:
+        # Titan: {"outputText", "completionReason"}; Llama: {"generation", "stop_reason"};
+        # Mistral: {"outputs": [{"text", "stop_reason"}]}.
+        if "outputText" in inner:
+            text, raw = string(inner.get("outputText")), string(inner.get("completionReason"))
+        elif "generation" in inner:
+            text, raw = string(inner.get("generation")), string(inner.get("stop_reason"))
+        else:
+            first = obj(next(iter(arr(inner.get("outputs"))), None))
+            text, raw = string(first.get("text")), string(first.get("stop_reason"))
+        events: list[StreamEvent] = [TextDelta(text)] if text else []
+        if raw is not None:
+            events.append(Verdict(NATIVE_STOP_REASONS.get(raw, FinishReason.ERROR), raw))
+            self.done = True
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        # Blocks left open keep their details; a tool call is not completed.
+        events = self._close_all(complete=False)
+        if self._inner is not None:
+            events += self._inner.finish()
+        if self._stop is not None:
+            # messageStop came but no metadata: the stream is complete all the same.
+            self.done = True
+        return events
+
+    def _start(self, payload: JsonObject) -> list[StreamEvent]:
+        index = _block_index(payload)
+        tool = obj(payload.get("start")).get("toolUse")
+        if not isinstance(tool, dict):
+            return []
+        self._blocks[index] = _Block("tool")
+        return [
+            ToolCallDelta(
+                index,
+                id=string(tool.get("toolUseId")) or None,
+                name=string(tool.get("name")) or None,
+            )
+        ]
+
+    def _delta(self, payload: JsonObject) -> list[StreamEvent]:
+        index = _block_index(payload)
+        delta = obj(payload.get("delta"))
+        events: list[StreamEvent] = []
+        text = string(delta.get("text"))
+        if text:
+            events.append(TextDelta(text))
+        tool = delta.get("toolUse")
+        if isinstance(tool, dict):
+            block = self._blocks.setdefault(index, _Block("tool"))
+            part = string(tool.get("input"))
+            if part:
+                block.streamed = True
+                events.append(ToolCallDelta(index, arguments=part))
+        reasoning = delta.get("reasoningContent")
+        if isinstance(reasoning, dict):
+            block = self._blocks.setdefault(index, _Block("reasoning"))
+            thought = string(reasoning.get("text"))
+            if thought is not None:
+                block.thinking = True
+                if thought:
+                    if not block.wrote and self._reasoning:
+                        # A full response joins reasoning blocks with a blank line.
+                        events.append(ReasoningDelta("\n\n"))
+                    block.wrote = self._reasoning = True
+                    events.append(ReasoningDelta(thought))
+            signature = string(reasoning.get("signature"))
+            if signature is not None:
+                block.thinking = True
+                block.signature = (block.signature or "") + signature
+            redacted = base64_text(reasoning.get("redactedContent"))
+            if redacted is not None:
+                block.redacted = (block.redacted or "") + redacted
+        # citation deltas: the cited text arrives as text.
+        return events
+
+    def _close(self, index: int, block: _Block, complete: bool = True) -> list[StreamEvent]:
+        if block.thinking:
+            self.acc.add_detail(typed_detail("thinking", "signature", block.signature))
+        if block.redacted is not None:
+            self.acc.add_detail(typed_detail("redacted_thinking", "data", block.redacted))
+        if block.kind == "tool" and complete and not block.streamed:
+            # No input deltas: an empty input, which a full response gives as {}.
+            return [ToolCallDelta(index, arguments="{}")]
+        return []
+
+    def _close_all(self, complete: bool = True) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for index in sorted(self._blocks):
+            events += self._close(index, self._blocks[index], complete)
+        self._blocks.clear()
+        return events
+
+    def _message_stop(self, payload: JsonObject) -> list[StreamEvent]:
+        raw = string(payload.get("stopReason"))
+        finish = finish_of(raw)
+        self._stop = (finish, raw)
+        return [*self._close_all(), Verdict(finish, raw)]
+
+    def _metadata(self, payload: JsonObject) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        usage = payload.get("usage")
+        if isinstance(usage, dict):
+            events.append(UsageUpdate(usage_of(usage)))
+        guardrail = obj(obj(payload.get("trace")).get("guardrail"))
+        if self._stop is not None:
+            finish, raw = self._stop
+            outcome, stop = guardrail_outcome(finish, guardrail)
+            if outcome is not finish or stop is not None:
+                events.append(Verdict(outcome, raw, stop))
+            self.done = True
+        elif guardrail:
+            # A trace before any messageStop (out of order): a blocked policy still says
+            # a filter stopped the response.
+            outcome, stop = guardrail_outcome(FinishReason.STOP, guardrail)
+            if outcome is FinishReason.CONTENT_FILTER:
+                events.append(Verdict(outcome, None, stop))
+        return events
+
+    def service_error(self, code: str | None, message: str | None) -> list[StreamEvent]:
+        """An event-stream message of type `error` (outside the modelled exceptions), whose
+        `:error-code` and `:error-message` headers are all it says: a transient fault,
+        unless the message says a filter blocked the request. The message is redacted and
+        bounded like any error body's; the events are folded in and returned."""
+        name = exception_name(code) or "UnknownError"
+        text = error_message(message)
+        result = parse_error(
+            {"__type": name, "message": text or ""}, None, self.acc.provider or "bedrock"
+        )
+        kind = ErrorKind.POLICY if says_blocked(text) else ErrorKind.TRANSIENT
+        error = ProviderError(kind, None, name, f"{name}: {text}" if text else name)
+        events: list[StreamEvent] = [StreamError(error.message or name, error)]
+        if kind is ErrorKind.POLICY and (
+            self.acc.verdict is None or self.acc.verdict.finish_reason not in _FINAL
+        ):
+            events.append(Verdict(FinishReason.CONTENT_FILTER, name, result.stop_details))
+        for event in events:
+            self.acc.apply(event, self.acc.events_seen)
+        return events
+
+    def _exception(self, name: str, payload: Any) -> list[StreamEvent]:
+        body: JsonObject = dict(payload) if isinstance(payload, dict) else {}
+        if isinstance(payload, str):
+            body["message"] = payload
+        body["__type"] = name
+        # Unless a filter was decided, the exception decides the response, with the facts
+        # an error body gives.
+        result = parse_error(body, None, self.acc.provider or "bedrock")
+        code = result.error.code if result.error is not None else None
+        return error_events(result, self.acc.verdict, f"the stream reported {code or name}")
+
+
+def _chunk_payload(value: Any) -> JsonObject | None:
+    """The JSON object a chunk's `bytes` hold (base64 text on the wire, raw bytes in
+    boto3's decoded events)."""
+    if isinstance(value, str):
+        try:
+            value = base64.b64decode(value, validate=True)
+        except ValueError:
+            return None
+    if not isinstance(value, bytes | bytearray):
+        return None
+    try:
+        inner = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        try:
+            inner = loads_lenient(value)
+        except ValueError:
+            return None
+    return inner if isinstance(inner, dict) else None
+
+
+def _is_exception(name: str) -> bool:
+    return name.lower().endswith("exception")
+
+
+def _wrapped_event(payload: Any) -> tuple[str, Any] | None:
+    """The event name and body of a decoded event `{"<eventName>": {...}}`."""
+    if isinstance(payload, dict):
+        for key, value in payload.items():
+            if key in STREAM_EVENTS or _is_exception(key):
+                return key, value
+    return None
+
+
+def _block_index(payload: JsonObject) -> int:
+    index = payload.get("contentBlockIndex")
+    if isinstance(index, int) and not isinstance(index, bool):
+        return index
+    return 0
+
+
+def usage_of(value: Any) -> Usage:
+    usage = obj(value)
+    return Usage(
+        input_tokens=integer(usage.get("inputTokens")),
+        output_tokens=integer(usage.get("outputTokens")),
+        cache_read_tokens=integer(usage.get("cacheReadInputTokens")),
+        cache_creation_tokens=integer(usage.get("cacheWriteInputTokens")),
+    )
+
+
+StreamDecoder = ConverseStreamReader
+"""The name `_protocol.WireFormat` asks for."""
