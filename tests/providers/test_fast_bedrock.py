@@ -4,11 +4,14 @@ Converse bodies take it, with and without the provider name; InvokeModel bodies 
 with Bedrock's marker keys) and error bodies keep the dict path; bodies that detection
 routes to another format, wrong types in every key the Structs declare, null against
 absent, big numbers, duplicate keys and guardrail traces of every shape come out the same
-both ways.
+both ways. Stream events (recorded, named by their event-stream type, mutated, and Claude's
+inside InvokeModel chunks) give the same events read strictly as read from their decoded
+value through the lenient pass.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from pathlib import Path
@@ -429,3 +432,118 @@ def test_content_blocks_same_both_ways(content: list[Any], stop: str, named: boo
     data = _dumps(_set(body, ("stopReason",), stop))
     assert taken_fast(data, None)
     agree(data, "bedrock" if named else None)
+
+
+# --- streams: `ConverseStreamReader.quick` against the lenient pass -------------------
+
+STREAMS = sorted(BEDROCK.rglob("*.chunks.txt"))
+CLAUDE_EVENTS = sorted(BEDROCK.rglob("invoke-stream-claude-*.events.ndjson"))
+NATIVE_EVENTS = sorted(
+    path for path in BEDROCK.rglob("*.events.ndjson") if path not in CLAUDE_EVENTS
+)
+
+
+def _events(path: Path) -> list[bytes]:
+    return [line for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _invoke_chunks(path: Path) -> list[tuple[str | None, bytes]]:
+    """Claude's recorded events as InvokeModelWithResponseStream `chunk` events."""
+    return [("chunk", orjson.dumps({"bytes": base64.b64encode(e).decode()})) for e in _events(path)]
+
+
+def _named(events: list[bytes]) -> list[tuple[str | None, bytes]]:
+    """Recorded `{"<eventType>": {...}}` lines as the event-stream frames name them."""
+    named: list[tuple[str | None, bytes]] = []
+    for line in events:
+        value = orjson.loads(line)
+        if isinstance(value, dict) and len(value) == 1:
+            ((name, payload),) = value.items()
+            named.append((name, orjson.dumps(payload)))
+        else:
+            named.append((None, line))
+    return named
+
+
+def _read(
+    items: list[tuple[str | None, bytes]], *, strict: bool
+) -> tuple[list[Any], LLMResponse, int]:
+    reader = bedrock.ConverseStreamReader("bedrock")
+    answered = 0
+    if not strict:
+        reader.quick = lambda name, data: None  # type: ignore[method-assign]
+    else:
+        original = reader.quick
+
+        def counting(name: str | None, data: str | bytes) -> Any:
+            nonlocal answered
+            events = original(name, data)
+            answered += events is not None
+            return events
+
+        reader.quick = counting  # type: ignore[method-assign]
+    events: list[Any] = []
+    for name, data in items:
+        events += reader.feed(name, data)
+    events += reader.close()
+    return events, reader.response, answered
+
+
+def _same_both_ways(items: list[tuple[str | None, bytes]]) -> int:
+    strict_events, strict_response, answered = _read(items, strict=True)
+    lenient_events, lenient_response, _ = _read(items, strict=False)
+    assert strict_events == lenient_events
+    assert strict_response == lenient_response
+    assert strict_response.reasoning_details == lenient_response.reasoning_details
+    return answered
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=[p.name for p in STREAMS])
+def test_stream_fixtures_read_strictly_and_the_same_both_ways(path: Path) -> None:
+    events = _events(path)
+    answered = _same_both_ways([(None, line) for line in events])
+    _same_both_ways(_named(events))
+    # Every recorded event but the exceptions (left to the decoded value) is read strictly.
+    exceptions = sum(b"Exception" in line for line in events)
+    assert answered == len(events) - exceptions
+
+
+@pytest.mark.parametrize("path", CLAUDE_EVENTS, ids=[p.name for p in CLAUDE_EVENTS])
+def test_claude_invoke_chunks_read_strictly_after_the_first(path: Path) -> None:
+    chunks = _invoke_chunks(path)
+    answered = _same_both_ways(chunks)
+    assert answered == len(chunks) - 1  # the first one picks the Messages reader
+
+
+@pytest.mark.parametrize("path", NATIVE_EVENTS, ids=[p.name for p in NATIVE_EVENTS])
+def test_native_invoke_chunks_same_both_ways(path: Path) -> None:
+    _same_both_ways(_invoke_chunks(path))
+
+
+stream_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.text(max_size=4),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(
+        st.sampled_from(["text", "toolUse", "input", "guardrail"]), st.none(), max_size=2
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_mutated_stream_events_same_both_ways(data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(STREAMS))
+    events = [orjson.loads(line) for line in _events(path)]
+    at = data.draw(st.integers(0, len(events) - 1))
+    event = events[at]
+    if isinstance(event, dict) and len(event) == 1:
+        ((_, payload),) = event.items()
+        if isinstance(payload, dict) and payload:
+            key = data.draw(st.sampled_from(sorted(payload)))
+            payload[key] = data.draw(stream_values)
+    items: list[tuple[str | None, bytes]] = [(None, _dumps(e)) for e in events]
+    _same_both_ways(items)
+    _same_both_ways(_named([_dumps(e) for e in events]))

@@ -73,7 +73,7 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
     if isinstance(body, str):
         return _error_of(None, error_message(page_text(body)), None, status, provider)
     body = require_object(body, "a Bedrock error body")
-    return _to_error(lenient(body, ErrorBody), status, provider)
+    return to_error(lenient(body, ErrorBody), status, provider)
 
 
 def parse_error_fast(data: bytes | str, status: int | None, provider: str) -> LLMResponse | None:
@@ -82,10 +82,10 @@ def parse_error_fast(data: bytes | str, status: int | None, provider: str) -> LL
         body = decode_error(data)
     except DECLINED:
         return None
-    return _to_error(body, status, provider)
+    return to_error(body, status, provider)
 
 
-def _to_error(body: ErrorBody, status: int | None, provider: str) -> LLMResponse:
+def to_error(body: ErrorBody, status: int | None, provider: str) -> LLMResponse:
     """The one mapping of an error body (`__type` or `type`, or boto3's `Error.Code`)."""
     error = body.error
     metadata = body.response_metadata

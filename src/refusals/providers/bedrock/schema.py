@@ -122,3 +122,130 @@ class ErrorBody(msgspec.Struct, gc=False):
 
 
 decode_error = msgspec.json.Decoder(ErrorBody).decode
+
+
+# --- stream events ---------------------------------------------------------------------
+#
+# A ConverseStream event's payload (named by its `:event-type` header), or a recorded
+# event `{"<eventType>": {...}}` (`Wrapped`). Read as `stream.ConverseStreamReader` reads
+# them: an index that is not an integer is block 0, a delta part that is not an object is
+# absent.
+
+
+class ToolStart(msgspec.Struct, rename="camel", gc=False):
+    tool_use_id: str | None = None
+    name: str | None = None
+
+
+class Start(msgspec.Struct, rename="camel", gc=False):
+    tool_use: ToolStart | None = None
+
+
+class BlockStart(msgspec.Struct, rename="camel", gc=False):
+    content_block_index: Int | None = None
+    start: Start | None = None
+
+
+class ToolDelta(msgspec.Struct, gc=False):
+    input: str | None = None
+
+
+class ReasoningDelta(msgspec.Struct, rename="camel", gc=False):
+    text: str | None = None
+    signature: str | None = None
+    # Raw: text on the wire, bytes in boto3's decoded events (base64-encoded for the detail).
+    redacted_content: Raw = NO_RAW
+
+
+class Delta(msgspec.Struct, rename="camel", gc=False):
+    text: str | None = None
+    tool_use: ToolDelta | None = None
+    reasoning_content: ReasoningDelta | None = None
+
+
+class BlockDelta(msgspec.Struct, rename="camel", gc=False):
+    content_block_index: Int | None = None
+    delta: Delta | None = None
+
+
+class BlockStop(msgspec.Struct, rename="camel", gc=False):
+    content_block_index: Int | None = None
+
+
+class MessageStop(msgspec.Struct, rename="camel", gc=False):
+    stop_reason: str | None = None
+
+
+class StreamMetadata(msgspec.Struct, gc=False):
+    usage: ConverseUsage | None = None
+    trace: Raw = NO_RAW  # the guardrail trace, read by `guardrail`
+
+
+class Chunk(msgspec.Struct, gc=False):
+    """An InvokeModelWithResponseStream chunk: the model's own event, base64 `bytes` (raw
+    bytes in boto3's decoded events)."""
+
+    bytes: Raw = NO_RAW
+
+
+class Opaque(msgspec.Struct, gc=False):
+    """An event read for nothing but being an object (`messageStart`, later event types)."""
+
+
+class Wrapped(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    """A recorded event, `{"<eventType>": {...}}`, with exactly the keys declared here; any
+    other key (an exception's name) is left to the decoded value, whose key order decides."""
+
+    message_start: Raw = NO_RAW
+    content_block_start: Raw = NO_RAW
+    content_block_delta: Raw = NO_RAW
+    content_block_stop: Raw = NO_RAW
+    message_stop: Raw = NO_RAW
+    metadata: Raw = NO_RAW
+    chunk: Raw = NO_RAW
+
+
+STREAM_EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
+    "messageStart": Opaque,
+    "contentBlockStart": BlockStart,
+    "contentBlockDelta": BlockDelta,
+    "contentBlockStop": BlockStop,
+    "messageStop": MessageStop,
+    "metadata": StreamMetadata,
+    "chunk": Chunk,
+}
+"""ConverseStream event types (and InvokeModelWithResponseStream's `chunk`) → Struct."""
+
+STREAM_DECODERS = {
+    name: msgspec.json.Decoder(kind).decode for name, kind in STREAM_EVENT_TYPES.items()
+}
+decode_opaque = msgspec.json.Decoder(Opaque).decode
+decode_wrapped = msgspec.json.Decoder(Wrapped).decode
+
+
+class NativeOutput(msgspec.Struct, gc=False):
+    # UNSET: an output counts only when its `text` key is there.
+    text: str | msgspec.UnsetType | None = msgspec.UNSET
+    stop_reason: str | None = None
+
+
+class InvokeChunk(msgspec.Struct, rename="camel", gc=False):
+    """The JSON inside an InvokeModel stream chunk: a native model's (Titan, Llama,
+    Mistral) event, with Bedrock's metrics and guardrail marker in the last one."""
+
+    output_text: str | msgspec.UnsetType | None = msgspec.UNSET  # Titan
+    completion_reason: str | None = None
+    generation: str | msgspec.UnsetType | None = msgspec.UNSET  # Llama
+    stop_reason: str | None = msgspec.field(default=None, name="stop_reason")
+    outputs: list[NativeOutput] | None = None  # Mistral
+    metrics: InvokeMetrics | None = msgspec.field(default=None, name=INVOCATION_METRICS)
+    guardrail_action: str | None = msgspec.field(default=None, name=GUARDRAIL_ACTION)
+    guardrail_trace: Raw = msgspec.field(default=NO_RAW, name=GUARDRAIL_TRACE)
+
+
+class InvokeMetrics(msgspec.Struct, rename="camel", gc=False):
+    input_token_count: Count | None = 0
+    output_token_count: Count | None = 0
+
+
+decode_invoke_chunk = msgspec.json.Decoder(InvokeChunk).decode

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import msgspec
 import orjson
 
 from refusals.model import (
@@ -21,28 +22,40 @@ from refusals.providers._common import (
 )
 from refusals.providers._common import (
     JsonObject,
-    arr,
     error_events,
-    integer,
     obj,
     says_blocked,
-    string,
     typed_detail,
 )
+from refusals.providers._lenient import lenient, raw_value
 from refusals.providers.bedrock.errors import (
     error_message,
     exception_name,
     known_exception,
     parse_error,
+    to_error,
 )
 from refusals.providers.bedrock.guardrail import guardrail_outcome
 from refusals.providers.bedrock.invoke import NATIVE_STOP_REASONS
 from refusals.providers.bedrock.response import base64_text, finish_of
 from refusals.providers.bedrock.schema import (
     API,
-    GUARDRAIL_ACTION,
-    GUARDRAIL_TRACE,
-    INVOCATION_METRICS,
+    DECLINED,
+    STREAM_DECODERS,
+    STREAM_EVENT_TYPES,
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    Chunk,
+    ErrorBody,
+    InvokeChunk,
+    MessageStop,
+    StreamMetadata,
+    Wrapped,
+    decode_error,
+    decode_invoke_chunk,
+    decode_opaque,
+    decode_wrapped,
 )
 from refusals.stream import (
     ReasoningDelta,
@@ -138,6 +151,27 @@ class ConverseStreamReader(WireDecoder):
         self._stop: tuple[FinishReason, str | None] | None = None
         self._inner: WireDecoder | None = None  # Claude's events inside InvokeModel chunks
 
+    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        try:
+            if name is None:
+                found = _only_event(decode_wrapped(data))
+                if found is None:
+                    return None  # no event, several, or an exception: the decoded value says
+                name, raw = found
+                event = STREAM_DECODERS[name](raw)
+            elif name in STREAM_DECODERS:
+                event = STREAM_DECODERS[name](data)
+            elif _is_exception(name):
+                return self._exception(name, decode_error(data))
+            else:
+                decode_opaque(data)
+                return []  # an event type added after this was written
+            return self._read(event, strict=True)
+        except _READ_FAILED:
+            # Raised before any state changed (what can fail is read first): `decode`
+            # reads the event again from its decoded value.
+            return None
+
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
         if name is None:
             found = _wrapped_event(payload)
@@ -147,68 +181,89 @@ class ConverseStreamReader(WireDecoder):
                 return [StreamError("a stream event is not a JSON object")]
             name, payload = found
         if _is_exception(name):
-            return self._exception(name, payload)
+            body = lenient(payload if isinstance(payload, dict) else {}, ErrorBody)
+            if isinstance(payload, str):
+                body.message = payload
+            return self._exception(name, body)
         if not isinstance(payload, dict):
             return [StreamError(f"the {name} stream event is not a JSON object")]
-        if name == "contentBlockDelta":
-            return self._delta(payload)
-        if name == "contentBlockStart":
-            return self._start(payload)
-        if name == "contentBlockStop":
-            index = _block_index(payload)
+        kind = STREAM_EVENT_TYPES.get(name)
+        if kind is None:
+            return []  # an event type added after this was written
+        return self._read(lenient(payload, kind), strict=False)
+
+    def _read(self, event: msgspec.Struct, *, strict: bool) -> list[StreamEvent]:
+        if isinstance(event, BlockDelta):
+            return self._delta(event)
+        if isinstance(event, BlockStart):
+            return self._start(event)
+        if isinstance(event, BlockStop):
+            index = _block_index(event.content_block_index)
             block = self._blocks.pop(index, None)
             return self._close(index, block) if block is not None else []
-        if name == "messageStop":
-            return self._message_stop(payload)
-        if name == "metadata":
-            return self._metadata(payload)
-        if name == "chunk":
-            return self._chunk(payload)
+        if isinstance(event, MessageStop):
+            return self._message_stop(event)
+        if isinstance(event, StreamMetadata):
+            return self._metadata(event)
+        if isinstance(event, Chunk):
+            return self._chunk(event, strict=strict)
         return []  # messageStart carries only the role
 
     # InvokeModelWithResponseStream: each `chunk` carries the model's own stream event as
     # base64 `bytes`: Anthropic Messages events for Claude, native chunks for the others.
 
-    def _chunk(self, payload: JsonObject) -> list[StreamEvent]:
-        inner = _chunk_payload(payload.get("bytes"))
-        if inner is None:
-            return [StreamError("an InvokeModel stream chunk does not hold a JSON object")]
-        events: list[StreamEvent] = []
-        if self._inner is None and anthropic.detect_stream(None, inner) is not None:
-            self._inner = anthropic.StreamDecoder(self.acc.provider or "bedrock")
-            self._inner.acc = self.acc  # one response, whichever decoder reads the event
-        if self._inner is not None:
-            events += self._inner.decode(None, inner)
-            self.done = self.done or self._inner.done
+    def _chunk(self, chunk: Chunk, *, strict: bool) -> list[StreamEvent]:
+        data = _chunk_bytes(raw_value(chunk.bytes) if chunk.bytes else None)
+        if strict:
+            # Claude's events, once the first one chose the Messages reader, are read by
+            # its strict decode; anything else from the decoded value (`decode`).
+            if data is None or self._inner is None:
+                raise _Deferred
+            marks = decode_invoke_chunk(data)
+            trace = _guardrail_of(marks)
+            events = self._inner.quick(None, data)
+            if events is None:
+                raise _Deferred
         else:
-            events += self._native_chunk(inner)
-        metrics = inner.get(INVOCATION_METRICS)
-        if isinstance(metrics, dict):
-            events.append(
-                UsageUpdate(
-                    Usage(
-                        input_tokens=integer(metrics.get("inputTokenCount")),
-                        output_tokens=integer(metrics.get("outputTokenCount")),
-                    )
-                )
+            inner = _chunk_object(data)
+            if inner is None:
+                return [StreamError("an InvokeModel stream chunk does not hold a JSON object")]
+            marks = lenient(inner, InvokeChunk)
+            trace = _guardrail_of(marks)
+            if self._inner is None and anthropic.detect_stream(None, inner) is not None:
+                self._inner = anthropic.StreamDecoder(self.acc.provider or "bedrock")
+                self._inner.acc = self.acc  # one response, whichever decoder reads the event
+            if self._inner is not None:
+                events = self._inner.decode(None, inner)
+            else:
+                events = self._native_chunk(marks)
+        if self._inner is not None:
+            self.done = self.done or self._inner.done
+        metrics = marks.metrics
+        if metrics is not None:
+            usage = Usage(
+                input_tokens=metrics.input_token_count or 0,
+                output_tokens=metrics.output_token_count or 0,
             )
-        action = string(inner.get(GUARDRAIL_ACTION))
+            events.append(UsageUpdate(usage))
+        action = marks.guardrail_action
         if action is not None and action.upper() == "INTERVENED":
-            trace = obj(obj(inner.get(GUARDRAIL_TRACE)).get("guardrail"))
             _, stop = guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
             events.append(Verdict(FinishReason.CONTENT_FILTER, action, stop))
         return events
 
-    def _native_chunk(self, inner: JsonObject) -> list[StreamEvent]:
+    def _native_chunk(self, inner: InvokeChunk) -> list[StreamEvent]:
         # Titan: {"outputText", "completionReason"}; Llama: {"generation", "stop_reason"};
         # Mistral: {"outputs": [{"text", "stop_reason"}]}.
-        if "outputText" in inner:
-            text, raw = string(inner.get("outputText")), string(inner.get("completionReason"))
-        elif "generation" in inner:
-            text, raw = string(inner.get("generation")), string(inner.get("stop_reason"))
+        if inner.output_text is not msgspec.UNSET:
+            text, raw = inner.output_text, inner.completion_reason
+        elif inner.generation is not msgspec.UNSET:
+            text, raw = inner.generation, inner.stop_reason
         else:
-            first = obj(next(iter(arr(inner.get("outputs"))), None))
-            text, raw = string(first.get("text")), string(first.get("stop_reason"))
+            first = inner.outputs[0] if inner.outputs else None
+            given = first.text if first is not None else None
+            text = given if isinstance(given, str) else None
+            raw = first.stop_reason if first is not None else None
         events: list[StreamEvent] = [TextDelta(text)] if text else []
         if raw is not None:
             events.append(Verdict(NATIVE_STOP_REASONS.get(raw, FinishReason.ERROR), raw))
@@ -225,38 +280,37 @@ class ConverseStreamReader(WireDecoder):
             self.done = True
         return events
 
-    def _start(self, payload: JsonObject) -> list[StreamEvent]:
-        index = _block_index(payload)
-        tool = obj(payload.get("start")).get("toolUse")
-        if not isinstance(tool, dict):
+    def _start(self, event: BlockStart) -> list[StreamEvent]:
+        index = _block_index(event.content_block_index)
+        tool = event.start.tool_use if event.start is not None else None
+        if tool is None:
             return []
         self._blocks[index] = _Block("tool")
-        return [
-            ToolCallDelta(
-                index,
-                id=string(tool.get("toolUseId")) or None,
-                name=string(tool.get("name")) or None,
-            )
-        ]
+        return [ToolCallDelta(index, id=tool.tool_use_id or None, name=tool.name or None)]
 
-    def _delta(self, payload: JsonObject) -> list[StreamEvent]:
-        index = _block_index(payload)
-        delta = obj(payload.get("delta"))
+    def _delta(self, event: BlockDelta) -> list[StreamEvent]:
+        index = _block_index(event.content_block_index)
+        delta = event.delta
+        if delta is None:
+            return []
+        reasoning = delta.reasoning_content
+        redacted = None
+        if reasoning is not None and reasoning.redacted_content:
+            redacted = base64_text(raw_value(reasoning.redacted_content))  # read first: may fail
         events: list[StreamEvent] = []
-        text = string(delta.get("text"))
+        text = delta.text
         if text:
             events.append(TextDelta(text))
-        tool = delta.get("toolUse")
-        if isinstance(tool, dict):
+        tool = delta.tool_use
+        if tool is not None:
             block = self._blocks.setdefault(index, _Block("tool"))
-            part = string(tool.get("input"))
+            part = tool.input
             if part:
                 block.streamed = True
                 events.append(ToolCallDelta(index, arguments=part))
-        reasoning = delta.get("reasoningContent")
-        if isinstance(reasoning, dict):
+        if reasoning is not None:
             block = self._blocks.setdefault(index, _Block("reasoning"))
-            thought = string(reasoning.get("text"))
+            thought = reasoning.text
             if thought is not None:
                 block.thinking = True
                 if thought:
@@ -265,11 +319,10 @@ class ConverseStreamReader(WireDecoder):
                         events.append(ReasoningDelta("\n\n"))
                     block.wrote = self._reasoning = True
                     events.append(ReasoningDelta(thought))
-            signature = string(reasoning.get("signature"))
+            signature = reasoning.signature
             if signature is not None:
                 block.thinking = True
                 block.signature = (block.signature or "") + signature
-            redacted = base64_text(reasoning.get("redactedContent"))
             if redacted is not None:
                 block.redacted = (block.redacted or "") + redacted
         # citation deltas: the cited text arrives as text.
@@ -292,18 +345,28 @@ class ConverseStreamReader(WireDecoder):
         self._blocks.clear()
         return events
 
-    def _message_stop(self, payload: JsonObject) -> list[StreamEvent]:
-        raw = string(payload.get("stopReason"))
+    def _message_stop(self, event: MessageStop) -> list[StreamEvent]:
+        raw = event.stop_reason
         finish = finish_of(raw)
         self._stop = (finish, raw)
         return [*self._close_all(), Verdict(finish, raw)]
 
-    def _metadata(self, payload: JsonObject) -> list[StreamEvent]:
+    def _metadata(self, event: StreamMetadata) -> list[StreamEvent]:
+        trace = raw_value(event.trace) if event.trace else None  # read first: may fail
         events: list[StreamEvent] = []
-        usage = payload.get("usage")
-        if isinstance(usage, dict):
-            events.append(UsageUpdate(usage_of(usage)))
-        guardrail = obj(obj(payload.get("trace")).get("guardrail"))
+        usage = event.usage
+        if usage is not None:
+            events.append(
+                UsageUpdate(
+                    Usage(
+                        input_tokens=usage.input_tokens or 0,
+                        output_tokens=usage.output_tokens or 0,
+                        cache_read_tokens=usage.cache_read_input_tokens or 0,
+                        cache_creation_tokens=usage.cache_write_input_tokens or 0,
+                    )
+                )
+            )
+        guardrail = obj(obj(trace).get("guardrail"))
         if self._stop is not None:
             finish, raw = self._stop
             outcome, stop = guardrail_outcome(finish, guardrail)
@@ -339,33 +402,84 @@ class ConverseStreamReader(WireDecoder):
             self.acc.apply(event, self.acc.events_seen)
         return events
 
-    def _exception(self, name: str, payload: Any) -> list[StreamEvent]:
-        body: JsonObject = dict(payload) if isinstance(payload, dict) else {}
-        if isinstance(payload, str):
-            body["message"] = payload
-        body["__type"] = name
+    def _exception(self, name: str, body: ErrorBody) -> list[StreamEvent]:
+        body.aws_type = name
         # Unless a filter was decided, the exception decides the response, with the facts
         # an error body gives.
-        result = parse_error(body, None, self.acc.provider or "bedrock")
+        result = to_error(body, None, self.acc.provider or "bedrock")
         code = result.error.code if result.error is not None else None
         return error_events(result, self.acc.verdict, f"the stream reported {code or name}")
 
 
-def _chunk_payload(value: Any) -> JsonObject | None:
-    """The JSON object a chunk's `bytes` hold (base64 text on the wire, raw bytes in
-    boto3's decoded events)."""
+class _Deferred(Exception):
+    """The strict read leaves this event to `decode` (nothing was changed yet)."""
+
+
+_READ_FAILED = (
+    *DECLINED,
+    _Deferred,
+    TypeError,
+    ValueError,
+    RecursionError,
+    OverflowError,
+    KeyError,
+    IndexError,
+)
+
+
+def _only_event(wrapped: Wrapped) -> tuple[str, msgspec.Raw] | None:
+    """The one event a recorded `{"<eventType>": {...}}` holds, or None for none or more."""
+    found = None
+    for name, field in _WRAPPED_FIELDS:
+        raw = getattr(wrapped, field)
+        if raw:
+            if found is not None:
+                return None
+            found = (name, raw)
+    return found
+
+
+_WRAPPED_FIELDS = (
+    ("messageStart", "message_start"),
+    ("contentBlockStart", "content_block_start"),
+    ("contentBlockDelta", "content_block_delta"),
+    ("contentBlockStop", "content_block_stop"),
+    ("messageStop", "message_stop"),
+    ("metadata", "metadata"),
+    ("chunk", "chunk"),
+)
+
+
+def _guardrail_of(marks: InvokeChunk) -> JsonObject:
+    """The guardrail trace of an InvokeModel chunk (read only when it intervened)."""
+    action = marks.guardrail_action
+    if action is None or action.upper() != "INTERVENED" or not marks.guardrail_trace:
+        return {}
+    return obj(obj(raw_value(marks.guardrail_trace)).get("guardrail"))
+
+
+def _chunk_bytes(value: Any) -> bytes | None:
+    """The bytes a chunk's `bytes` hold: base64 text on the wire, raw bytes in boto3's
+    decoded events; None for anything else."""
     if isinstance(value, str):
         try:
-            value = base64.b64decode(value, validate=True)
+            return base64.b64decode(value, validate=True)
         except ValueError:
             return None
-    if not isinstance(value, bytes | bytearray):
+    if isinstance(value, bytes | bytearray):
+        return bytes(value)
+    return None
+
+
+def _chunk_object(data: bytes | None) -> JsonObject | None:
+    """The JSON object a chunk's bytes hold, or None."""
+    if data is None:
         return None
     try:
-        inner = orjson.loads(value)
+        inner = orjson.loads(data)
     except orjson.JSONDecodeError:
         try:
-            inner = loads_lenient(value)
+            inner = loads_lenient(data)
         except ValueError:
             return None
     return inner if isinstance(inner, dict) else None
@@ -384,21 +498,8 @@ def _wrapped_event(payload: Any) -> tuple[str, Any] | None:
     return None
 
 
-def _block_index(payload: JsonObject) -> int:
-    index = payload.get("contentBlockIndex")
-    if isinstance(index, int) and not isinstance(index, bool):
-        return index
-    return 0
-
-
-def usage_of(value: Any) -> Usage:
-    usage = obj(value)
-    return Usage(
-        input_tokens=integer(usage.get("inputTokens")),
-        output_tokens=integer(usage.get("outputTokens")),
-        cache_read_tokens=integer(usage.get("cacheReadInputTokens")),
-        cache_creation_tokens=integer(usage.get("cacheWriteInputTokens")),
-    )
+def _block_index(index: int | None) -> int:
+    return index if index is not None else 0
 
 
 StreamDecoder = ConverseStreamReader
