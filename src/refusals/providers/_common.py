@@ -27,8 +27,7 @@ JsonObject = dict[str, Any]
 # a number out of range, bytes that are not JSON) is decoded by orjson and read by the
 # lenient pass (`providers/_lenient.py`) into the same Structs. Numbers keep orjson's
 # reading: orjson reads an integer beyond 64 bits as a float, so `Int` rejects those
-# (msgspec bounds an int to 64 bits) and the lenient pass reads what orjson gave. Bedrock's
-# InvokeModel bodies (native model bodies) are still read from their decoded value alone.
+# (msgspec bounds an int to 64 bits) and the lenient pass reads what orjson gave.
 
 Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 """An integer orjson reads as an int too (it reads ones beyond 64 bits as floats)."""

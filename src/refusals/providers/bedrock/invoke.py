@@ -14,14 +14,12 @@ from refusals.model import (
 from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's format
 from refusals.providers._common import (
     JsonObject,
-    arr,
-    integer,
     interrupted,
     obj,
-    string,
 )
+from refusals.providers._lenient import lenient, raw_value
 from refusals.providers.bedrock.guardrail import guardrail_outcome
-from refusals.providers.bedrock.schema import GUARDRAIL_ACTION, GUARDRAIL_TRACE, INVOCATION_METRICS
+from refusals.providers.bedrock.schema import GUARDRAIL_ACTION, INVOCATION_METRICS, InvokeBody
 
 INVOKE_API = "invoke"
 
@@ -74,55 +72,64 @@ def parse_invoke(body: JsonObject, provider: str) -> LLMResponse:
     """An InvokeModel response body: an Anthropic Messages body or a native Titan, Llama
     or Mistral one, with Bedrock's guardrail marker and trace applied."""
     kind = _native_kind(body)
+    invoke = lenient(body, InvokeBody)
     if kind is None and anthropic.looks_like(body):
         result = anthropic.parse_response(body, provider)
     else:
-        text, raw = _native_output(body, kind)
+        text, raw = _native_output(invoke, kind)
         finish = NATIVE_STOP_REASONS.get(raw, FinishReason.ERROR) if raw else FinishReason.ERROR
         result = LLMResponse(
             content=text or None,
             finish_reason=finish,
             raw_finish_reason=raw,
-            usage=_native_usage(body),
+            usage=_native_usage(invoke),
             provider=provider,
             cut_off=interrupted(finish) and bool(text),
         )
     result.api = INVOKE_API
-    return _with_guardrail(result, body)
+    return _with_guardrail(result, invoke)
 
 
-def _native_output(body: JsonObject, kind: str | None) -> tuple[str, str | None]:
+def _native_output(body: InvokeBody, kind: str | None) -> tuple[str, str | None]:
     if kind == "titan":
-        first = obj(next(iter(arr(body.get("results"))), None))
-        return string(first.get("outputText")) or "", string(first.get("completionReason"))
+        first = body.results[0] if body.results else None
+        if first is None:
+            return "", None
+        return first.output_text or "", first.completion_reason
     if kind == "llama":
-        return string(body.get("generation")) or "", string(body.get("stop_reason"))
+        return body.generation or "", body.stop_reason
     if kind == "mistral":
-        first = obj(next(iter(arr(body.get("outputs"))), None))
-        return string(first.get("text")) or "", string(first.get("stop_reason"))
+        output = body.outputs[0] if body.outputs else None
+        if output is None:
+            return "", None
+        text = output.text
+        return (text if isinstance(text, str) else None) or "", output.stop_reason
     return "", None
 
 
-def _native_usage(body: JsonObject) -> Usage:
-    metrics = obj(body.get(INVOCATION_METRICS))
-    first = obj(next(iter(arr(body.get("results"))), None))
+def _native_usage(body: InvokeBody) -> Usage:
+    metrics = body.metrics
+    first = body.results[0] if body.results else None
     return Usage(
-        input_tokens=integer(body.get("inputTextTokenCount"))
-        or integer(body.get("prompt_token_count"))
-        or integer(metrics.get("inputTokenCount")),
-        output_tokens=integer(first.get("tokenCount"))
-        or integer(body.get("generation_token_count"))
-        or integer(metrics.get("outputTokenCount")),
+        input_tokens=body.input_text_token_count
+        or body.prompt_token_count
+        or (metrics.input_token_count if metrics is not None else 0)
+        or 0,
+        output_tokens=(first.token_count if first is not None else 0)
+        or body.generation_token_count
+        or (metrics.output_token_count if metrics is not None else 0)
+        or 0,
     )
 
 
-def _with_guardrail(result: LLMResponse, body: JsonObject) -> LLMResponse:
+def _with_guardrail(result: LLMResponse, body: InvokeBody) -> LLMResponse:
     """`result` as a content-filter stop when Bedrock's marker says a guardrail intervened,
     with the categories and `altered` its trace gives."""
-    action = string(body.get(GUARDRAIL_ACTION))
+    action = body.guardrail_action
     if action is None or action.upper() != "INTERVENED":
         return result
-    trace = obj(obj(body.get(GUARDRAIL_TRACE)).get("guardrail"))
+    trace = raw_value(body.guardrail_trace) if body.guardrail_trace else None
+    trace = obj(obj(trace).get("guardrail"))
     _, stop = guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
     result.finish_reason = FinishReason.CONTENT_FILTER
     result.raw_finish_reason = action

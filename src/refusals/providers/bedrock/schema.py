@@ -249,3 +249,26 @@ class InvokeMetrics(msgspec.Struct, rename="camel", gc=False):
 
 
 decode_invoke_chunk = msgspec.json.Decoder(InvokeChunk).decode
+
+
+class TitanResult(msgspec.Struct, rename="camel", gc=False):
+    output_text: str | None = None
+    completion_reason: str | None = None
+    token_count: Count | None = 0
+
+
+class InvokeBody(msgspec.Struct, rename="camel", gc=False):
+    """An InvokeModel body of a native model (Titan, Llama, Mistral), with Bedrock's
+    metrics and guardrail marker beside it. Which model it is, detection says
+    (`invoke.is_invoke_body`); an Anthropic body is a Messages body."""
+
+    results: list[TitanResult] | None = None  # Titan
+    input_text_token_count: Count | None = 0
+    generation: str | None = None  # Llama
+    stop_reason: str | None = msgspec.field(default=None, name="stop_reason")
+    generation_token_count: Count | None = msgspec.field(default=0, name="generation_token_count")
+    prompt_token_count: Count | None = msgspec.field(default=0, name="prompt_token_count")
+    outputs: list[NativeOutput] | None = None  # Mistral
+    metrics: InvokeMetrics | None = msgspec.field(default=None, name=INVOCATION_METRICS)
+    guardrail_action: str | None = msgspec.field(default=None, name=GUARDRAIL_ACTION)
+    guardrail_trace: Raw = msgspec.field(default=NO_RAW, name=GUARDRAIL_TRACE)
