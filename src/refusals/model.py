@@ -9,6 +9,7 @@ parses those texts by hand.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -490,6 +491,58 @@ def decode_detail(detail: Any) -> Any:
     return value
 
 
+_SHARED_MAX_CHARS = 4096
+"""Detail texts up to this long are decoded once and shared (stop details, fallbacks);
+longer ones (thinking signatures) are decoded each time, not kept."""
+
+
+@functools.lru_cache(maxsize=2048)
+def _decode_shared(detail: str) -> Any:
+    return decode_detail(detail)
+
+
+def shared_details(details: Sequence[Detail] | None) -> Iterator[Any]:
+    """The details that are strict JSON, decoded, in order, as `decode_detail` reads them;
+    a text seen before is not decoded again. The values are shared between callers:
+    read them, never change them (`LLMResponse.decoded_details` gives fresh ones)."""
+    for detail in details or ():
+        if type(detail) is str and len(detail) <= _SHARED_MAX_CHARS:
+            value = _decode_shared(detail)
+        else:
+            value = decode_detail(detail)
+        if value is not None:
+            yield value
+
+
+_StopFacts = tuple[
+    str | None, str | None, str | None, str | None, bool | None, tuple[str, ...], str | None
+]
+
+
+def _stop_facts(value: Any) -> _StopFacts | None:
+    """The fields of a decoded `stop_details` detail, in StopDetails' order; None for any
+    other detail."""
+    if detail_type(value) != "stop_details":
+        return None
+    prefill = value.get("fallback_has_prefill_claim")
+    raw_categories = value.get("categories")
+    categories: Sequence[Any] = raw_categories if isinstance(raw_categories, list) else ()
+    return (
+        _str_field(value, "category"),
+        _str_field(value, "explanation"),
+        _str_field(value, "recommended_model"),
+        _str_field(value, "fallback_credit_token"),
+        prefill if isinstance(prefill, bool) else None,
+        tuple(c for c in categories if isinstance(c, str)),
+        _str_field(value, "altered"),
+    )
+
+
+@functools.lru_cache(maxsize=2048)
+def _stop_facts_of_text(detail: str) -> _StopFacts | None:
+    return _stop_facts(_decode_shared(detail))
+
+
 def detail_type(value: Any) -> str | None:
     """The `"type"` of a decoded detail, or None when it is not an object with a string type."""
     if isinstance(value, Mapping):
@@ -574,29 +627,20 @@ class LLMResponse:
     @property
     def stop_details(self) -> StopDetails | None:
         """The first `stop_details` detail, typed; None when the provider gave none."""
-        for value in self.decoded_details():
-            if detail_type(value) == "stop_details":
-                prefill = value.get("fallback_has_prefill_claim")
-                raw_categories = value.get("categories")
-                categories: Sequence[Any] = (
-                    raw_categories if isinstance(raw_categories, list) else ()
-                )
-                return StopDetails(
-                    category=_str_field(value, "category"),
-                    explanation=_str_field(value, "explanation"),
-                    recommended_model=_str_field(value, "recommended_model"),
-                    fallback_credit_token=_str_field(value, "fallback_credit_token"),
-                    fallback_has_prefill_claim=prefill if isinstance(prefill, bool) else None,
-                    categories=tuple(c for c in categories if isinstance(c, str)),
-                    altered=_str_field(value, "altered"),
-                )
+        for detail in self.reasoning_details or ():
+            if type(detail) is str and len(detail) <= _SHARED_MAX_CHARS:
+                facts = _stop_facts_of_text(detail)
+            else:
+                facts = _stop_facts(decode_detail(detail))
+            if facts is not None:
+                return StopDetails(*facts)
         return None
 
     @property
     def fallbacks(self) -> list[Fallback]:
         """Every `fallback` detail, in order."""
         found = []
-        for value in self.decoded_details():
+        for value in shared_details(self.reasoning_details):
             if detail_type(value) == "fallback":
                 trigger = value.get("trigger")
                 found.append(

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from refusals import _unicode
-from refusals.model import FinishReason, LLMResponse, detail_type
+from refusals.model import FinishReason, LLMResponse, detail_type, shared_details
 
 REFUSAL_NOTICE_PREFIX = "The model declined this request"
 """Leading text of every refusal notice; gates match it through `is_refusal_notice`."""
@@ -83,7 +83,8 @@ def is_blocked_notice(text: str) -> bool:
 def refusal_explanation(response: LLMResponse) -> str | None:
     """The explanation `refusal_reason` quotes: the stop details', else the refusal text
     in the content (OpenAI's `message.refusal`), trimmed and bounded; None without one."""
-    return _refusal_explanation(response, _first_stop_details(list(response.decoded_details())))
+    stop = _first_stop_details(list(shared_details(response.reasoning_details)))
+    return _refusal_explanation(response, stop)
 
 
 def _refusal_explanation(response: LLMResponse, stop: Any) -> str | None:
@@ -104,7 +105,7 @@ def refusal_reason(response: LLMResponse) -> str:
     the finish reason, sometimes with a refusal message in the content; that content,
     trimmed and bounded, is the explanation when `stop_details` has none.
     """
-    details = list(response.decoded_details())
+    details = list(shared_details(response.reasoning_details))
     stop = _first_stop_details(details)
 
     category = _stop_field(stop, "category")
@@ -128,7 +129,7 @@ def content_filter_reason(response: LLMResponse) -> str:
     is never used as the explanation: when a filter stops a response, the content is the
     cut-off output, not a message about the block.
     """
-    stop = _first_stop_details(list(response.decoded_details()))
+    stop = _first_stop_details(list(shared_details(response.reasoning_details)))
     categories = _stop_categories(stop)
     altered = _stop_field(stop, "altered")
     label = "category" if len(categories) == 1 else "categories"

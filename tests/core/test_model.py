@@ -292,3 +292,30 @@ def test_retryable_means_transient_and_not_advised_against() -> None:
     assert ProviderError(ErrorKind.TRANSIENT, retry_after=2.0).retryable
     assert not ProviderError(ErrorKind.TRANSIENT, should_retry=False).retryable
     assert not ProviderError(ErrorKind.POLICY, should_retry=True).retryable
+
+
+def test_typed_details_are_decoded_once_and_never_shared_mutably() -> None:
+    detail = StopDetails(category="cyber", explanation="no", categories=("a", "b")).to_detail()
+    response = LLMResponse(finish_reason=FinishReason.REFUSAL, reasoning_details=[detail])
+    first = response.stop_details
+    assert first == StopDetails(category="cyber", explanation="no", categories=("a", "b"))
+    assert first is not None
+    first.category = "changed"  # a caller's own copy
+    assert response.stop_details is not None
+    assert response.stop_details.category == "cyber"
+    # The public decode gives fresh values: changing one changes nothing for anyone else.
+    fresh = next(response.decoded_details())
+    fresh["category"] = "changed"
+    assert next(response.decoded_details())["category"] == "cyber"
+    assert response.stop_details.category == "cyber"
+    # The same text in another response reads alike; a mapping detail is read too.
+    other = LLMResponse(reasoning_details=[{"type": "stop_details", "explanation": "m"}])
+    assert other.stop_details == StopDetails(explanation="m")
+    assert LLMResponse(reasoning_details=[detail]).stop_details == StopDetails(
+        category="cyber", explanation="no", categories=("a", "b")
+    )
+    # A detail that is not strict JSON, or too long to keep, is read each time.
+    long = StopDetails(explanation="x" * 10_000).to_detail()
+    assert LLMResponse(reasoning_details=["{bad", long]).stop_details == StopDetails(
+        explanation="x" * 10_000
+    )
