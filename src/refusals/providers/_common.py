@@ -332,13 +332,27 @@ _ANY_ANCHOR = (
 # and ſ for i, i and s; the Kelvin sign for k): folded before the anchors are looked for.
 _ASCII_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _QUOTED_KEY = re.compile(r"[\"'`][A-Za-z0-9]{32}")
+_FOLD_KEPT_CHARS = 8192
+
+
+def _fold(text: str) -> str:
+    return (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
+
+
+@functools.lru_cache(maxsize=256)
+def folded(text: str) -> str:
+    """`text` lower-cased, with the non-ASCII characters that case-insensitive matching
+    takes for ASCII letters folded to them: an ASCII literal a case-insensitive pattern
+    matches in `text` is a substring of this. Kept for the few texts a body's readers ask
+    about in turn (the same error message is checked by several patterns)."""
+    return (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
 
 
 def _candidates(text: str) -> tuple[int, ...]:
     """The alternatives of `_SECRETS` that can match somewhere in `text`."""
-    folded = (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
+    folded_text = folded(text) if len(text) <= _FOLD_KEPT_CHARS else _fold(text)
     for piece in _ANY_ANCHOR:
-        if piece in folded:
+        if piece in folded_text:
             break
     else:
         # The common case, clean text: a few substring tests and no secret.
@@ -347,10 +361,10 @@ def _candidates(text: str) -> tuple[int, ...]:
     for index, anchors in _INDEXED_ANCHORS:
         for anchor in anchors:
             if type(anchor) is str:
-                if anchor in folded:
+                if anchor in folded_text:
                     found.append(index)
                     break
-            elif all(piece in folded for piece in anchor):
+            elif all(piece in folded_text for piece in anchor):
                 found.append(index)
                 break
     if _QUOTED_KEY.search(text) is not None:
@@ -462,10 +476,25 @@ content filtering policy", "This request has been blocked by our content filters
 that the request breaks a usage policy ("This request violates our Usage Policy")."""
 
 
+_POLICY_WORDS = ("blocked", "flagged", "filtered", "violat", "against")
+"""Words `POLICY_BLOCK` cannot match without: a message with none of them is not asked."""
+
+
 def says_blocked(message: str | None, pattern: re.Pattern[str] = POLICY_BLOCK) -> bool:
     """Whether an error message says the request or its output was blocked by a policy,
     by `pattern` (each provider words it its own way)."""
-    return message is not None and pattern.search(message) is not None
+    if message is None:
+        return False
+    if pattern is POLICY_BLOCK and not may_contain(message, _POLICY_WORDS):
+        return False
+    return pattern.search(message) is not None
+
+
+def may_contain(text: str, words: tuple[str, ...]) -> bool:
+    """Whether any of `words` (lower-case ASCII) can be matched in `text` by a
+    case-insensitive pattern: False means a pattern that needs one of them cannot match."""
+    lowered = folded(text) if len(text) <= _FOLD_KEPT_CHARS else _fold(text)
+    return any(word in lowered for word in words)
 
 
 # --- errors inside a stream -------------------------------------------------------------

@@ -30,6 +30,7 @@ from refusals.providers._common import (
     FAST_FAILED,
     JsonObject,
     error_response,
+    may_contain,
     page_text,
     says_blocked,
     status_error_kind,
@@ -136,6 +137,16 @@ _AUTH_MESSAGE = re.compile(
     r"(?i)incorrect api key|invalid api key|api key (?:is )?(?:invalid|missing|disabled)|"
     r"authentication fails|no auth credentials|insufficient balance|\bcredits?\b|spending limit"
 )
+# Words the patterns above cannot match without (see `may_contain`).
+_POLICY_MESSAGE_WORDS = ("violat", "content", "safety system")
+_AUTH_WORDS = (
+    "api key",
+    "authentication fails",
+    "no auth credentials",
+    "insufficient balance",
+    "credit",
+    "spending limit",
+)
 XAI_CHECK = re.compile(r"SAFETY_CHECK_TYPE_([A-Za-z0-9_]+)")
 _XAI_MODEL = re.compile(r"\bModel:\s*([^,\s]+)")
 _NO_METADATA = Metadata()
@@ -235,7 +246,12 @@ def classify(body: ErrorBody | str, status: int | None) -> ErrorVerdict:
         return policy
     if codes & AUTH_CODES:
         kind = ErrorKind.AUTH
-    elif message and _AUTH_MESSAGE.search(message) and effective in (None, 400, 401, 402, 403):
+    elif (
+        message
+        and effective in (None, 400, 401, 402, 403)
+        and may_contain(message, _AUTH_WORDS)
+        and _AUTH_MESSAGE.search(message)
+    ):
         # Not for 429: a rate limit that mentions buying credits is still a rate limit.
         kind = ErrorKind.AUTH
     elif codes & TRANSIENT_CODES or effective == _GROQ_CAPACITY_STATUS:
@@ -365,7 +381,10 @@ def _policy(fields: _Fields, codes: set[str], status: int | None) -> ErrorVerdic
             categories.append(code)
     elif not (
         message
-        and (says_blocked(message, _POLICY_MESSAGE) or says_blocked(message))
+        and (
+            (may_contain(message, _POLICY_MESSAGE_WORDS) and says_blocked(message, _POLICY_MESSAGE))
+            or says_blocked(message)
+        )
         and (status is None or status in (400, 403, 422))
         and not codes & AUTH_CODES
     ):
