@@ -2,8 +2,8 @@
 
 A `Request` holds the conversation (`Message`s), the tools on offer (`ToolSpec`s) and the
 sampling settings. Each wire format has one builder that turns it into that provider's
-request body (`refusals.transport.builders`); the loop builds `Request`s and never a
-provider's JSON.
+request body (`request.py` in the format's folder under `refusals.providers`); the loop
+builds `Request`s and never a provider's JSON.
 """
 
 from __future__ import annotations

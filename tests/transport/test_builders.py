@@ -16,8 +16,11 @@ from pydantic import TypeAdapter
 
 from refusals.model import ToolCall
 from refusals.providers.anthropic import request as anthropic_request
+from refusals.providers.bedrock import request as bedrock_request
+from refusals.providers.gemini import request as gemini_request
+from refusals.providers.openai_chat import request as chat_request
+from refusals.providers.openai_responses import request as responses_request
 from refusals.request import Message, Request, ToolSpec
-from refusals.transport import builders
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 
@@ -149,7 +152,7 @@ def test_extra_options_are_merged_last() -> None:
 
 
 def test_openai_chat_body_has_system_tool_calls_and_tool_messages() -> None:
-    body = builders.openai_chat_body(conversation(), stream=True)
+    body = chat_request.chat_body(conversation(), stream=True)
     assert body == {
         "model": "some-model",
         "messages": [
@@ -189,7 +192,7 @@ def test_openai_chat_body_has_system_tool_calls_and_tool_messages() -> None:
 
 def test_openai_chat_body_validates_against_the_sdk_request_types() -> None:
     adapter = TypeAdapter(completion_create_params.CompletionCreateParamsStreaming)
-    result = validated(adapter, builders.openai_chat_body(conversation(), stream=True))
+    result = validated(adapter, chat_request.chat_body(conversation(), stream=True))
     assert len(result["messages"]) == 5
 
 
@@ -205,7 +208,7 @@ def test_openai_chat_body_validates_against_the_sdk_request_types() -> None:
 def test_vendors_get_the_token_limit_field_and_stream_options_they_document(
     vendor: str, key: str, stream_options: bool
 ) -> None:
-    body = builders.openai_chat_body(conversation(), stream=True, vendor=vendor)
+    body = chat_request.chat_body(conversation(), stream=True, vendor=vendor)
     assert body[key] == 256
     assert ("stream_options" in body) is stream_options
 
@@ -214,7 +217,7 @@ def test_vendors_get_the_token_limit_field_and_stream_options_they_document(
 
 
 def test_responses_body_has_instructions_input_items_and_flat_tools() -> None:
-    body = builders.openai_responses_body(conversation(), stream=True)
+    body = responses_request.responses_body(conversation(), stream=True)
     assert body == {
         "model": "some-model",
         "instructions": "Be brief.",
@@ -247,7 +250,7 @@ def test_responses_body_has_instructions_input_items_and_flat_tools() -> None:
 
 def test_responses_body_validates_against_the_sdk_request_types() -> None:
     adapter = TypeAdapter(response_create_params.ResponseCreateParamsStreaming)
-    result = validated(adapter, builders.openai_responses_body(conversation(), stream=True))
+    result = validated(adapter, responses_request.responses_body(conversation(), stream=True))
     assert len(result["input"]) == 5
 
 
@@ -255,7 +258,7 @@ def test_responses_body_validates_against_the_sdk_request_types() -> None:
 
 
 def test_gemini_body_has_contents_system_instruction_tools_and_config() -> None:
-    body = builders.gemini_body(conversation())
+    body = gemini_request.generate_body(conversation())
     assert body == {
         "contents": [
             {"role": "user", "parts": [{"text": "Read the file."}]},
@@ -287,7 +290,7 @@ def test_gemini_body_has_contents_system_instruction_tools_and_config() -> None:
 
 
 def test_gemini_body_parts_validate_against_the_google_genai_models() -> None:
-    body = builders.gemini_body(conversation())
+    body = gemini_request.generate_body(conversation())
     contents = [genai_types.Content.model_validate(c) for c in body["contents"]]
     assert contents[1].parts is not None
     call = contents[1].parts[1].function_call
@@ -303,7 +306,7 @@ def test_gemini_body_parts_validate_against_the_google_genai_models() -> None:
 
 
 def test_bedrock_body_has_tool_config_and_tool_results() -> None:
-    body = builders.bedrock_body(conversation())
+    body = bedrock_request.converse_body(conversation())
     assert body["toolConfig"] == {
         "tools": [
             {
@@ -331,7 +334,7 @@ def test_bedrock_body_passes_botocore_parameter_validation(operation: str) -> No
     model = botocore.session.get_session().get_service_model("bedrock-runtime")
     shape = model.operation_model(operation).input_shape
     report = ParamValidator().validate(
-        {"modelId": "m", **builders.bedrock_body(conversation())}, shape
+        {"modelId": "m", **bedrock_request.converse_body(conversation())}, shape
     )
     assert not report.has_errors(), report.generate_report()
 

@@ -46,3 +46,13 @@ def wire_runs(messages: list[Message]) -> Iterator[tuple[str, list[Message]]]:
         group.append(message)
     if group:
         yield role or "user", group
+
+
+OUTPUT_SCHEMA_NAME = "output"
+"""The name OpenAI's structured output requires for the schema."""
+
+
+def strict_schema(schema: JsonObject) -> bool:
+    """OpenAI's strict mode (the answer always follows the schema) accepts only schemas
+    that close their objects: asked for when the schema's top object does."""
+    return schema.get("additionalProperties") is False

@@ -34,7 +34,6 @@ from collections.abc import (
 )
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote
 
 import httpx
 import orjson
@@ -49,10 +48,13 @@ from refusals.model import (
 from refusals.providers import NormalizeError, normalize
 from refusals.providers._common import redact
 from refusals.providers.anthropic import request as anthropic_request
+from refusals.providers.bedrock import request as bedrock_request
+from refusals.providers.gemini import request as gemini_request
+from refusals.providers.openai_chat import request as chat_request
+from refusals.providers.openai_responses import request as responses_request
 from refusals.providers.registry import VENDORS, Wire
 from refusals.request import Request
 from refusals.stream import StreamError, StreamEvent, Verdict
-from refusals.transport import builders
 from refusals.transport.auth import (
     MissingCredentials,
     Secret,
@@ -363,37 +365,32 @@ class HTTPClient:
             body, url = built.body, anthropic_request.endpoint(self.base_url)
             headers.update(anthropic_request.headers(built))
         elif self.wire == "openai-responses":
-            body = builders.openai_responses_body(request, stream=stream)
-            url = f"{self.base_url}/responses"
+            body = responses_request.responses_body(request, stream=stream)
+            url = responses_request.endpoint(self.base_url)
         elif self.wire == "openai-chat":
-            body = builders.openai_chat_body(request, stream=stream, vendor=self.provider)
-            if self.provider == "azure":
-                deployment = quote(self.wire_name, safe="")
-                version = quote(self._settings["api_version"], safe="")
-                url = (
-                    f"{self.base_url}/openai/deployments/{deployment}/chat/completions"
-                    f"?api-version={version}"
-                )
-                body.pop("model", None)
-            else:
-                url = f"{self.base_url}/chat/completions"
+            body = chat_request.chat_body(request, stream=stream, vendor=self.provider)
+            azure = self.provider == "azure"
+            if azure:
+                body.pop("model", None)  # the deployment in the URL names it
+            url = chat_request.endpoint(
+                self.base_url,
+                vendor=self.provider,
+                model=self.wire_name,
+                api_version=self._settings["api_version"] if azure else None,
+            )
         elif self.wire == "gemini":
-            body = builders.gemini_body(request)
-            method = "streamGenerateContent?alt=sse" if stream else "generateContent"
-            model = quote(self.wire_name, safe="")
-            if self.provider == "vertex":
-                project = quote(self._settings["project"], safe="")
-                location = quote(self._settings["location"], safe="")
-                url = (
-                    f"{self.base_url}/v1/projects/{project}/locations/{location}"
-                    f"/publishers/google/models/{model}:{method}"
-                )
-            else:
-                url = f"{self.base_url}/v1beta/models/{model}:{method}"
+            body = gemini_request.generate_body(request)
+            vertex = self.provider == "vertex"
+            url = gemini_request.endpoint(
+                self.base_url,
+                model=self.wire_name,
+                stream=stream,
+                project=self._settings["project"] if vertex else None,
+                location=self._settings["location"] if vertex else None,
+            )
         else:
-            body = builders.bedrock_body(request)
-            operation = "converse-stream" if stream else "converse"
-            url = f"{self.base_url}/model/{quote(self.wire_name, safe='')}/{operation}"
+            body = bedrock_request.converse_body(request)
+            url = bedrock_request.endpoint(self.base_url, model=self.wire_name, stream=stream)
         if stream and self.wire != "bedrock":
             headers["accept"] = "text/event-stream"
         content = orjson.dumps(body)
@@ -408,12 +405,10 @@ class HTTPClient:
             return {}
         if self.wire == "anthropic":
             return anthropic_request.auth_headers(secret.value)
-        if self.provider == "azure":
-            if secret.source == "AZURE_OPENAI_AD_TOKEN":
-                return {"authorization": f"Bearer {secret.value}"}
-            return {"api-key": secret.value}
-        if self.provider == "gemini":
-            return {"x-goog-api-key": secret.value}
+        if self.wire == "openai-chat":
+            return chat_request.auth_headers(self.provider, secret.value, secret.source)
+        if self.wire == "gemini":
+            return gemini_request.auth_headers(self.provider, secret.value)
         return {"authorization": f"Bearer {secret.value}"}
 
     async def _send(self, prepared: _Prepared, *, stream: bool, deadline: float) -> httpx.Response:

@@ -5,7 +5,7 @@ trigger's type and category), so that `refusals.notice` says "The configured fal
 model also declined." exactly when a fallback ran and declined too:
 
 - Server-side (Anthropic): `Request.fallbacks` is sent as the body's `fallbacks` with
-  its beta header (`refusals.transport.builders`); the API tries them in one round trip
+  its beta header (`refusals.providers.anthropic.request`); the API tries them in one round trip
   and its `fallback` blocks and `fallback_message` iterations are kept as they came.
 - Client-side (`FallbackChain`, opt-in): on a refusal or a content-filter stop, the same
   request goes once to the next model of the chain, which may be another provider.

@@ -30,7 +30,7 @@ event after it.
 
 The folder holds the format: `schema` (the Converse and error Structs), `response` (the
 one mapping of a Converse body), `guardrail` (the trace), `errors`, `invoke` (InvokeModel
-bodies) and `stream`. Requests are built in `transport/builders.py`.
+bodies), `stream`, and `request` (the Converse body and endpoint).
 """
 
 from __future__ import annotations

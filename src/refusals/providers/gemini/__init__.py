@@ -24,7 +24,8 @@ Documentation:
   https://ai.google.dev/gemini-api/docs/text-generation#streaming-responses (streams)
 
 The folder holds the whole format: `schema` (the Structs, the only description of the
-wire), `response` (the one mapping, and the category rule), `errors`, `stream`.
+wire), `response` (the one mapping, and the category rule), `errors`, `stream`, and
+`request` (the `generateContent` body, the endpoint and the credential header).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ This module is also the fallback for error bodies of no known shape (provider
 The folder holds the format: `schema` (the Structs, the only description of the wire),
 `response` (the one mapping), `filters` (Azure's filter results and OpenAI's moderation,
 shared with Responses), `errors`, `vendors` (which vendor a body is from) and `stream`.
-Requests are built in `transport/builders.py`.
+`request` builds the request body, the endpoint and the credential header.
 
 Documentation:
 

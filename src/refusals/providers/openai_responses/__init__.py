@@ -27,8 +27,8 @@ Documentation:
 - https://learn.microsoft.com/azure/ai-foundry/openai/concepts/content-filter
 
 The folder holds the format: `schema` (the Structs, the only description of the wire),
-`response` (the one mapping), `errors`, `stream`. Requests are built in
-`transport/builders.py`.
+`response` (the one mapping), `errors`, `stream`, and `request` (the request body and
+endpoint).
 """
 
 from __future__ import annotations
