@@ -372,15 +372,16 @@ class WireDecoder:
             self.done = True
             return []
         if not self.done:
-            # The typed fast path of the format's common events (see providers/_common.py).
-            quick = self.quick(name, data)
-            if quick is not None:
-                if len(quick) == 1 and type(quick[0]) is TextDelta:
-                    acc._text += quick[0].text.encode("utf-8", "surrogatepass")
+            # The event's bytes decoded strictly into the format's schema; None leaves them
+            # to `decode`, which reads the decoded value through the lenient pass.
+            strict = self.read_strict(name, data)
+            if strict is not None:
+                if len(strict) == 1 and type(strict[0]) is TextDelta:
+                    acc._text += strict[0].text.encode("utf-8", "surrogatepass")
                 else:
-                    for event in quick:
+                    for event in strict:
                         acc.apply(event, index)
-                return quick
+                return strict
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -430,12 +431,14 @@ class WireDecoder:
         except _HOSTILE:
             return [StreamError(f"stream event {index} could not be read")]
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
-        """The events of a well-typed common event read through Structs, exactly as
-        `decode` would give them (state changes included), or None for the full path."""
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+        """The events of an event whose bytes the format's schema decodes strictly, exactly
+        as `decode` gives them for its decoded value; None (before changing any state) for
+        bytes the strict decode rejects."""
         return None
 
     def decode(self, name: str | None, payload: Any) -> list[StreamEvent]:
+        """The events of one decoded wire event (read through the lenient pass)."""
         raise NotImplementedError
 
     def after_end(self, name: str | None, payload: Any) -> list[StreamEvent]:

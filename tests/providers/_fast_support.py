@@ -146,14 +146,14 @@ def taken_fast(payload: bytes, provider: str | None) -> bool:
 
 
 @contextlib.contextmanager
-def quick_off(decoder: type[WireDecoder]) -> Iterator[None]:
-    """A stream decoder class with its typed fast path switched off (the base's `quick`)."""
-    saved = decoder.quick
-    decoder.quick = WireDecoder.quick  # type: ignore[method-assign]
+def strict_off(decoder: type[WireDecoder]) -> Iterator[None]:
+    """A stream decoder class with its typed fast path switched off (the base's `read_strict`)."""
+    saved = decoder.read_strict
+    decoder.read_strict = WireDecoder.read_strict  # type: ignore[method-assign]
     try:
         yield
     finally:
-        decoder.quick = saved  # type: ignore[method-assign]
+        decoder.read_strict = saved  # type: ignore[method-assign]
 
 
 def run_stream(

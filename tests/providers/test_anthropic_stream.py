@@ -540,7 +540,7 @@ def test_a_refusal_verdict_is_returned_by_the_feed_call_that_completes_its_event
 
 
 def test_a_fallback_block_without_deltas_is_kept_in_place_as_a_seam() -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     events = [
         decoder.feed(name, json.dumps(payload))
         for name, payload in wire_events(read("written/stream-fallback-block-trigger.sse"))
@@ -592,7 +592,7 @@ def test_a_later_message_delta_with_null_stop_details_keeps_the_earlier_ones() -
 
 
 def test_stop_details_ahead_of_the_stop_reason_ride_on_the_verdict() -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     events = [
         decoder.feed(name, json.dumps(payload))
         for name, payload in wire_events(read("written/stream-refusal-details-first.sse"))
@@ -786,7 +786,7 @@ def test_an_error_event_after_a_refusal_keeps_the_refusal_and_its_notice() -> No
 
 
 def test_message_stop_is_the_terminal_event() -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     for name, payload in wire_events(read("stream-end-turn-basic.sse")):
         assert decoder.done is False
         decoder.feed(name, json.dumps(payload))
@@ -806,7 +806,7 @@ def test_the_json_lines_recordings_decode_like_the_same_events_as_sse() -> None:
 
 
 def test_decoded_events_are_typed_stream_events() -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     produced = []
     for name, payload in wire_events(read("written/stream-tool-use-thinking.sse")):
         produced += decoder.feed(name, json.dumps(payload))
@@ -1044,7 +1044,7 @@ JSON = event_json(
     )
 )
 def test_arbitrary_json_events_never_raise(events: list[tuple[str | None, Any]]) -> None:
-    response = feed_events(anthropic.StreamDecoder("anthropic"), events)
+    response = feed_events(anthropic.StreamReader("anthropic"), events)
     assert response.provider == "anthropic"
     notice(response)
 

@@ -192,7 +192,7 @@ def test_a_claude_chunk_stream_cut_before_message_stop_is_incomplete() -> None:
 
 
 def test_a_chunk_whose_bytes_are_not_base64_json_is_an_error_event() -> None:
-    decoder = bedrock.StreamDecoder("bedrock")
+    decoder = bedrock.StreamReader("bedrock")
     decoder.feed("chunk", json.dumps({"bytes": "%%%not base64"}))
     decoder.close()
     assert decoder.response.finish_reason is FinishReason.ERROR
@@ -208,7 +208,7 @@ def test_the_intervened_marker_after_a_claude_stop_still_blocks_before_message_s
 
 
 def test_the_service_error_of_an_event_stream_is_transient_and_says_its_code() -> None:
-    decoder = bedrock.StreamDecoder("bedrock")
+    decoder = bedrock.StreamReader("bedrock")
     events = decoder.service_error("InternalFailure", "We encountered an internal error.")
     decoder.close()
     assert decoder.response.error is not None
@@ -218,7 +218,7 @@ def test_the_service_error_of_an_event_stream_is_transient_and_says_its_code() -
 
 
 def test_a_service_error_that_says_a_filter_blocked_it_is_a_content_filter() -> None:
-    decoder = bedrock.StreamDecoder("bedrock")
+    decoder = bedrock.StreamReader("bedrock")
     decoder.service_error("ValidationException", "Output blocked by content filtering policy")
     decoder.close()
     assert decoder.response.finish_reason is FinishReason.CONTENT_FILTER

@@ -369,8 +369,8 @@ def test_every_stream_is_recognised_as_bedrock_from_its_first_event() -> None:
 # --- the guardrail verdict and its trace -----------------------------------------------------
 
 
-def feed_all(events: list[tuple[str, Any]]) -> tuple[bedrock.StreamDecoder, list[list[Any]]]:
-    decoder = bedrock.StreamDecoder("bedrock")
+def feed_all(events: list[tuple[str, Any]]) -> tuple[bedrock.StreamReader, list[list[Any]]]:
+    decoder = bedrock.StreamReader("bedrock")
     produced = [decoder.feed(name, json.dumps(body)) for name, body in events]
     return decoder, produced
 
@@ -899,6 +899,6 @@ NAMES = st.none() | st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(NAMES, JSON), max_size=12))
 def test_arbitrary_json_events_never_raise(events: list[tuple[str | None, Any]]) -> None:
-    response = feed_events(bedrock.StreamDecoder("bedrock"), events)
+    response = feed_events(bedrock.StreamReader("bedrock"), events)
     assert response.provider == "bedrock"
     notice(response)

@@ -170,7 +170,7 @@ def agreed(response: LLMResponse) -> dict[str, Any]:
 
 
 def feed_all(*events: dict[str, Any], name_by_type: bool = True) -> LLMResponse:
-    decoder = cohere_module.StreamDecoder("cohere")
+    decoder = cohere_module.StreamReader("cohere")
     for event in events:
         decoder.feed(event.get("type") if name_by_type else None, orjson.dumps(event))
     decoder.close()
@@ -346,7 +346,7 @@ JSON = keyed_json(KEYS, st.sampled_from(TYPES))
 @given(events=st.lists(JSON, max_size=6))
 def test_arbitrary_json_events_never_raise(events: list[Any]) -> None:
     response = feed_events(
-        cohere_module.StreamDecoder("cohere"), [(None, event) for event in events]
+        cohere_module.StreamReader("cohere"), [(None, event) for event in events]
     )
     assert isinstance(response.finish_reason, FinishReason)
 
@@ -411,7 +411,7 @@ def test_a_policy_error_on_message_end_is_a_content_filter_with_its_message() ->
 
 def test_a_bare_error_body_mid_stream_is_classified_like_the_error_body() -> None:
     body = orjson.loads((WRITTEN / "cohere-error-422-content-blocked.json").read_bytes())
-    decoder = cohere_module.StreamDecoder("cohere")
+    decoder = cohere_module.StreamReader("cohere")
     decoder.feed("message-start", orjson.dumps({"id": "r4", "type": "message-start"}))
     events = decoder.feed(None, orjson.dumps(body))
     decoder.close()
@@ -460,7 +460,7 @@ def test_v1_stream_end_alone_supplies_what_the_stream_did_not() -> None:
 
 
 def test_an_event_that_is_not_an_object_is_an_error_not_a_crash() -> None:
-    decoder = cohere_module.StreamDecoder("cohere")
+    decoder = cohere_module.StreamReader("cohere")
     assert decoder.feed(None, b"[1]") == [StreamError("a Cohere stream event is not a JSON object")]
 
 

@@ -1,6 +1,6 @@
 """The strict decode of Anthropic stream events and the lenient pass agree.
 
-`MessagesStreamReader.quick` decodes every event strictly into the schema's `Event`;
+`MessagesStreamReader.read_strict` decodes every event strictly into the schema's `Event`;
 what that rejects is decoded by orjson and read by `decode`, through the lenient pass,
 into the same Struct and the same mapping. Every Anthropic stream fixture, and hypothesis
 mutations of their events (wrong types, nulls, dropped keys, duplicate keys, escapes,
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from refusals.providers import anthropic
 from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
-from tests.providers._fast_support import quick_off, run_stream
+from tests.providers._fast_support import run_stream, strict_off
 from tests.providers._support import FIXTURES, WRONG_VALUES, mutated, mutated_bytes
 
 STREAMS = sorted((FIXTURES / "anthropic").rglob("*.sse"))
@@ -36,22 +36,22 @@ def same_both_ways(raw: bytes, provider: str | None = "anthropic", chunk: int = 
     """Assert equal events and responses with and without quick; return how many events
     quick answered."""
     answered = 0
-    original = anthropic.StreamDecoder.quick
+    original = anthropic.StreamReader.read_strict
 
     def counting(
-        self: anthropic.StreamDecoder, name: str | None, data: str | bytes
+        self: anthropic.StreamReader, name: str | None, data: str | bytes
     ) -> list[StreamEvent] | None:
         nonlocal answered
         events = original(self, name, data)
         answered += events is not None
         return events
 
-    anthropic.StreamDecoder.quick = counting  # type: ignore[method-assign]
+    anthropic.StreamReader.read_strict = counting  # type: ignore[method-assign]
     try:
         fast = run_stream(raw, provider, chunk)
     finally:
-        anthropic.StreamDecoder.quick = original  # type: ignore[method-assign]
-    with quick_off(anthropic.StreamDecoder):
+        anthropic.StreamReader.read_strict = original  # type: ignore[method-assign]
+    with strict_off(anthropic.StreamReader):
         full = run_stream(raw, provider, chunk)
     assert fast == full
     assert fast[1].reasoning_details == full[1].reasoning_details
@@ -97,16 +97,16 @@ READ_BLOCKS: list[dict[str, Any]] = [
 
 
 def test_the_common_event_takes_the_fast_path() -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     data = json.dumps(TEXT_DELTA).encode()
-    assert decoder.quick("content_block_delta", data) == [TextDelta("Hi")]
+    assert decoder.read_strict("content_block_delta", data) == [TextDelta("Hi")]
     # Unnamed (one payload a line) and named alike; an empty text is no event.
-    assert decoder.quick(None, data) == [TextDelta("Hi")]
+    assert decoder.read_strict(None, data) == [TextDelta("Hi")]
     empty = {**TEXT_DELTA, "delta": {"type": "text_delta", "text": ""}}
-    assert decoder.quick(None, json.dumps(empty)) == []
+    assert decoder.read_strict(None, json.dumps(empty)) == []
 
 
-def state(decoder: anthropic.StreamDecoder) -> object:
+def state(decoder: anthropic.StreamReader) -> object:
     blocks = {
         i: (b.kind, b.signature, b.input, b.streamed, b.wrote) for i, b in decoder._blocks.items()
     }
@@ -138,12 +138,12 @@ BLOCK_EVENTS: list[dict[str, Any]] = [
 @pytest.mark.parametrize("opened", OPEN, ids=lambda b: (b or {}).get("type", "none"))
 def test_every_block_event_gives_what_decode_gives(opened: Any, event: Any) -> None:
     """With the block it lands in open (or none), events and decoder state alike."""
-    fast, full = anthropic.StreamDecoder("anthropic"), anthropic.StreamDecoder("anthropic")
+    fast, full = anthropic.StreamReader("anthropic"), anthropic.StreamReader("anthropic")
     for decoder in (fast, full):
         if opened is not None:
             decoder.feed("content_block_start", json.dumps(block_start(0, opened)))
     name = event["type"]
-    events = fast.quick(name, json.dumps(event))
+    events = fast.read_strict(name, json.dumps(event))
     expected = full.decode(name, event)
     assert events is not None
     assert events == expected
@@ -172,8 +172,8 @@ def test_every_block_event_gives_what_decode_gives(opened: Any, event: Any) -> N
     ids=lambda value: json.dumps(value)[:70],
 )
 def test_events_of_the_wrong_types_are_left_to_the_lenient_pass(name: str, payload: Any) -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
-    assert decoder.quick(name, json.dumps(payload)) is None
+    decoder = anthropic.StreamReader("anthropic")
+    assert decoder.read_strict(name, json.dumps(payload)) is None
 
 
 @pytest.mark.parametrize(
@@ -200,16 +200,16 @@ def test_events_of_the_wrong_types_are_left_to_the_lenient_pass(name: str, paylo
     ],
 )
 def test_text_the_fast_reader_refuses_is_left_to_the_full_path(data: bytes) -> None:
-    decoder = anthropic.StreamDecoder("anthropic")
+    decoder = anthropic.StreamReader("anthropic")
     before = state(decoder)
-    assert decoder.quick(None, data) is None
+    assert decoder.read_strict(None, data) is None
     assert state(decoder) == before
 
 
 def test_text_with_a_raw_lone_surrogate_is_left_to_the_full_path() -> None:
     # Only a caller handing text (not bytes) can send one; msgspec cannot encode it.
     data = '{"type":"content_block_delta","delta":{"type":"text_delta","text":"a\ud800"}}'
-    assert anthropic.StreamDecoder("anthropic").quick(None, data) is None
+    assert anthropic.StreamReader("anthropic").read_strict(None, data) is None
     same_both_ways(b"event: content_block_delta\ndata: " + data.encode("utf-8", "surrogatepass"))
 
 

@@ -434,7 +434,7 @@ def test_content_blocks_same_both_ways(content: list[Any], stop: str, named: boo
     agree(data, "bedrock" if named else None)
 
 
-# --- streams: `ConverseStreamReader.quick` against the lenient pass -------------------
+# --- streams: `ConverseStreamReader.read_strict` against the lenient pass -------------------
 
 STREAMS = sorted(BEDROCK.rglob("*.chunks.txt"))
 CLAUDE_EVENTS = sorted(BEDROCK.rglob("invoke-stream-claude-*.events.ndjson"))
@@ -471,9 +471,9 @@ def _read(
     reader = bedrock.ConverseStreamReader("bedrock")
     answered = 0
     if not strict:
-        reader.quick = lambda name, data: None  # type: ignore[method-assign]
+        reader.read_strict = lambda name, data: None  # type: ignore[method-assign]
     else:
-        original = reader.quick
+        original = reader.read_strict
 
         def counting(name: str | None, data: str | bytes) -> Any:
             nonlocal answered
@@ -481,7 +481,7 @@ def _read(
             answered += events is not None
             return events
 
-        reader.quick = counting  # type: ignore[method-assign]
+        reader.read_strict = counting  # type: ignore[method-assign]
     events: list[Any] = []
     for name, data in items:
         events += reader.feed(name, data)

@@ -431,7 +431,7 @@ def test_generated_generate_content_bodies_same_both_ways(
     agree(encoded(body), provider)
 
 
-# Streams: StreamDecoder.quick ---------------------------------------------------------
+# Streams: StreamDecoder.read_strict ---------------------------------------------------------
 
 STREAMS = sorted([*GEMINI.rglob("*.sse"), *GEMINI.rglob("*.chunks.txt")])
 CHUNK: dict[str, Any] = {
@@ -442,7 +442,7 @@ CHUNK: dict[str, Any] = {
 }
 
 
-def state(decoder: gemini.StreamDecoder) -> object:
+def state(decoder: gemini.StreamReader) -> object:
     return (
         decoder.done,
         decoder._tool_calls,
@@ -457,10 +457,10 @@ def state(decoder: gemini.StreamDecoder) -> object:
 def fed_both_ways(chunks: list[bytes | str], provider: str = "gemini") -> int:
     """Feed the chunks to a decoder with quick and to one without; assert the same events
     and the same state after each; return how many chunks quick answered."""
-    fast, full = gemini.StreamDecoder(provider), gemini.StreamDecoder(provider)
-    full.quick = lambda name, data: None  # type: ignore[method-assign]
+    fast, full = gemini.StreamReader(provider), gemini.StreamReader(provider)
+    full.read_strict = lambda name, data: None  # type: ignore[method-assign]
     answered = 0
-    original = fast.quick
+    original = fast.read_strict
 
     def counting(name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         nonlocal answered
@@ -468,7 +468,7 @@ def fed_both_ways(chunks: list[bytes | str], provider: str = "gemini") -> int:
         answered += events is not None
         return events
 
-    fast.quick = counting  # type: ignore[method-assign]
+    fast.read_strict = counting  # type: ignore[method-assign]
     for data in chunks:
         assert fast.feed(None, data) == full.feed(None, data)
         assert state(fast) == state(full)
@@ -495,8 +495,8 @@ def test_every_gemini_stream_gives_the_same_events_with_quick(path: Any) -> None
 
 
 def test_the_common_text_chunk_takes_quick() -> None:
-    decoder = gemini.StreamDecoder("gemini")
-    events = decoder.quick(None, orjson.dumps(CHUNK))
+    decoder = gemini.StreamReader("gemini")
+    events = decoder.read_strict(None, orjson.dumps(CHUNK))
     assert events is not None
     assert [type(e).__name__ for e in events] == ["UsageUpdate", "TextDelta"]
     assert (decoder.acc.model, decoder.acc.request_id) == ("gemini-2.5-pro", "r1")

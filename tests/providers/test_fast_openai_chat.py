@@ -1,4 +1,4 @@
-"""The Chat Completions fast path (`openai_chat.parse_fast`, `ChatStreamReader.quick`) gives
+"""The Chat Completions fast path (`openai_chat.parse_fast`, `ChatStreamReader.read_strict`) gives
 exactly what the dict path gives, and is taken for the bodies and chunks it is built for.
 
 The cases probe the checks the fast path makes instead of the dict path's detection:
@@ -26,8 +26,8 @@ from tests.providers._fast_support import (
     agree,
     fixture_bodies,
     provider_of,
-    quick_off,
     run_stream,
+    strict_off,
     taken_fast,
 )
 from tests.providers._support import WRONG_VALUES, mutated, mutated_bytes
@@ -599,7 +599,7 @@ def test_declared_fields_take_any_value(
     agree(_dumps(body), provider)
 
 
-# --- streams: `StreamDecoder.quick` on the plain text chunk ---------------------------
+# --- streams: `StreamDecoder.read_strict` on the plain text chunk ---------------------------
 
 CHAT_STREAMS = sorted(
     path
@@ -618,11 +618,11 @@ PLAIN: dict[str, Any] = {
 
 
 def same_both_ways(raw: bytes, provider: str | None = None, chunk: int = 4096) -> int:
-    """Assert equal events and responses when chunks are decoded strictly (`quick`) and
-    when they are read from their decoded value by the lenient pass (`quick` off);
+    """Assert equal events and responses when chunks are decoded strictly (`read_strict`) and
+    when they are read from their decoded value by the lenient pass (`read_strict` off);
     return how many chunks the strict decode answered."""
     answered = 0
-    original_quick = openai_chat.ChatStreamReader.quick
+    original_quick = openai_chat.ChatStreamReader.read_strict
 
     def counting_quick(
         self: openai_chat.ChatStreamReader, name: str | None, data: str | bytes
@@ -632,12 +632,12 @@ def same_both_ways(raw: bytes, provider: str | None = None, chunk: int = 4096) -
         answered += events is not None
         return events
 
-    openai_chat.ChatStreamReader.quick = counting_quick  # type: ignore[method-assign]
+    openai_chat.ChatStreamReader.read_strict = counting_quick  # type: ignore[method-assign]
     try:
         fast = run_stream(raw, provider, chunk)
     finally:
-        openai_chat.ChatStreamReader.quick = original_quick  # type: ignore[method-assign]
-    with quick_off(openai_chat.ChatStreamReader):
+        openai_chat.ChatStreamReader.read_strict = original_quick  # type: ignore[method-assign]
+    with strict_off(openai_chat.ChatStreamReader):
         full = run_stream(raw, provider, chunk)
     assert fast == full
     assert fast[1].reasoning_details == full[1].reasoning_details
@@ -653,28 +653,28 @@ def started() -> openai_chat.ChatStreamReader:
 
 def test_the_plain_chunk_is_read_strictly() -> None:
     decoder = started()
-    assert decoder.quick(None, orjson.dumps(PLAIN)) == [TextDelta("Hi")]
+    assert decoder.read_strict(None, orjson.dumps(PLAIN)) == [TextDelta("Hi")]
     assert decoder._text
-    assert decoder.quick("message", orjson.dumps(PLAIN).decode()) == [TextDelta("Hi")]
+    assert decoder.read_strict("message", orjson.dumps(PLAIN).decode()) == [TextDelta("Hi")]
     empty = _with(PLAIN, ("choices", 0, "delta", "content"), "")
     fresh = started()
-    assert fresh.quick(None, orjson.dumps(empty)) == []
+    assert fresh.read_strict(None, orjson.dumps(empty)) == []
     assert not fresh._text
     # Keys the schema does not declare may hold anything.
     unread: list[Any] = [None, 5, [1], {"a": {}}, 2**70]
     for key in ("created", "service_tier", "obfuscation"):
         for value in unread:
             odd = _dumps({**PLAIN, key: value})
-            assert started().quick(None, odd) == [TextDelta("Hi")]
+            assert started().read_strict(None, odd) == [TextDelta("Hi")]
     logprobs = _with(PLAIN, ("choices", 0, "logprobs"), {"content": [{"logprob": -0.1}]})
-    assert started().quick(None, orjson.dumps(logprobs)) == [TextDelta("Hi")]
+    assert started().read_strict(None, orjson.dumps(logprobs)) == [TextDelta("Hi")]
     role = _with(PLAIN, ("choices", 0, "delta", "role"), 7)
-    assert started().quick(None, orjson.dumps(role)) == [TextDelta("Hi")]
+    assert started().read_strict(None, orjson.dumps(role)) == [TextDelta("Hi")]
 
 
 def test_the_first_chunk_is_read_strictly_too() -> None:
     decoder = openai_chat.ChatStreamReader("openai")
-    assert decoder.quick(None, orjson.dumps(PLAIN)) == [TextDelta("Hi")]
+    assert decoder.read_strict(None, orjson.dumps(PLAIN)) == [TextDelta("Hi")]
     assert decoder.acc.model == "gpt-4o"
     assert decoder.acc.request_id == "chatcmpl-1"
 
@@ -723,7 +723,7 @@ def test_other_chunks_read_alike_both_ways(label: str, payload: Any) -> None:
     ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing"],
 )
 def test_text_the_fast_reader_refuses_is_left_to_decode(data: bytes) -> None:
-    assert started().quick(None, data) is None
+    assert started().read_strict(None, data) is None
 
 
 @pytest.mark.parametrize(

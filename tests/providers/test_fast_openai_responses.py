@@ -26,7 +26,7 @@ from refusals.providers import openai_responses
 from refusals.providers.openai_responses import schema as responses_schema
 from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
-from tests.providers._fast_support import FIXTURES, agree, quick_off, run_stream, taken_fast
+from tests.providers._fast_support import FIXTURES, agree, run_stream, strict_off, taken_fast
 from tests.providers._support import WRONG_VALUES, json_paths, replace_at
 
 CHAT_COMPATIBLE = sorted(providers._CHAT_COMPATIBLE)
@@ -616,7 +616,7 @@ def test_generated_responses_bodies_agree(value: dict[str, Any], indent: bool) -
 
 # Streams ----------------------------------------------------------------------------------
 #
-# `StreamDecoder.quick` reads the common events (text deltas, the opening and terminal
+# `StreamDecoder.read_strict` reads the common events (text deltas, the opening and terminal
 # events, and the part and item bookkeeping that carries no tool call or refusal) through
 # Structs. With it and without it, every event must give the same events and leave the
 # decoder in the same state.
@@ -633,22 +633,22 @@ def stream_both_ways(raw: bytes, provider: str | None, chunk: int = 4096) -> int
     """Assert the same events and response with and without quick; return how many wire
     events quick answered."""
     answered = 0
-    original = openai_responses.StreamDecoder.quick
+    original = openai_responses.StreamReader.read_strict
 
     def counting(
-        self: openai_responses.StreamDecoder, name: str | None, data: str | bytes
+        self: openai_responses.StreamReader, name: str | None, data: str | bytes
     ) -> list[StreamEvent] | None:
         nonlocal answered
         events = original(self, name, data)
         answered += events is not None
         return events
 
-    openai_responses.StreamDecoder.quick = counting  # type: ignore[method-assign]
+    openai_responses.StreamReader.read_strict = counting  # type: ignore[method-assign]
     try:
         fast = run_stream(raw, provider, chunk)
     finally:
-        openai_responses.StreamDecoder.quick = original  # type: ignore[method-assign]
-    with quick_off(openai_responses.StreamDecoder):
+        openai_responses.StreamReader.read_strict = original  # type: ignore[method-assign]
+    with strict_off(openai_responses.StreamReader):
         full = run_stream(raw, provider, chunk)
     assert fast == full
     assert fast[1].reasoning_details == full[1].reasoning_details
@@ -664,7 +664,7 @@ def _wire_events(path: Any) -> list[tuple[str | None, bytes]]:
 
 
 def _answered_by_quick(payloads: list[dict[str, Any]]) -> int:
-    """How many of these well-typed events `quick` answers itself: every one (the strict
+    """How many of these well-typed events `read_strict` answers itself: every one (the strict
     decode reads each event type through the one schema)."""
     return len(payloads)
 
@@ -688,18 +688,18 @@ def test_every_responses_stream_decodes_the_same_with_quick(path: Any) -> None:
     assert answered == _answered_by_quick(events)
 
 
-def _state(decoder: openai_responses.StreamDecoder) -> dict[str, Any]:
+def _state(decoder: openai_responses.StreamReader) -> dict[str, Any]:
     return dict(vars(decoder))
 
 
 def events_both_ways(events: list[tuple[str | None, bytes | str]], provider: str) -> None:
     """Feed the same wire events to two decoders, one without quick: after each event,
     the same events out and the same state (accumulator included)."""
-    fast = openai_responses.StreamDecoder(provider)
-    full = openai_responses.StreamDecoder(provider)
+    fast = openai_responses.StreamReader(provider)
+    full = openai_responses.StreamReader(provider)
     for name, data in events:
         got = fast.feed(name, data)
-        with quick_off(openai_responses.StreamDecoder):
+        with strict_off(openai_responses.StreamReader):
             expected = full.feed(name, data)
         assert got == expected, (name, data)
         assert _state(fast) == _state(full), (name, data)
@@ -724,13 +724,13 @@ DELTA: dict[str, Any] = {
 
 
 def test_a_text_delta_takes_the_fast_path() -> None:
-    decoder = openai_responses.StreamDecoder("openai-responses")
+    decoder = openai_responses.StreamReader("openai-responses")
     data = orjson.dumps(DELTA)
-    assert decoder.quick("response.output_text.delta", data) == [TextDelta("Hi")]
-    assert decoder.quick(None, data) == [TextDelta("Hi")]
+    assert decoder.read_strict("response.output_text.delta", data) == [TextDelta("Hi")]
+    assert decoder.read_strict(None, data) == [TextDelta("Hi")]
     other = orjson.dumps({**DELTA, "output_index": 1})
-    assert decoder.quick(None, other) == [TextDelta("\n\nHi")]
-    assert decoder.quick(None, orjson.dumps({**DELTA, "delta": ""})) == []
+    assert decoder.read_strict(None, other) == [TextDelta("\n\nHi")]
+    assert decoder.read_strict(None, orjson.dumps({**DELTA, "delta": ""})) == []
 
 
 @pytest.mark.parametrize(
@@ -761,9 +761,9 @@ def test_a_text_delta_takes_the_fast_path() -> None:
     ],
 )
 def test_events_of_the_wrong_types_are_left_to_decode(name: str, payload: Any) -> None:
-    decoder = openai_responses.StreamDecoder("openai-responses")
-    assert decoder.quick(name, _dump(payload)) is None
-    assert vars(decoder) == vars(openai_responses.StreamDecoder("openai-responses"))
+    decoder = openai_responses.StreamReader("openai-responses")
+    assert decoder.read_strict(name, _dump(payload)) is None
+    assert vars(decoder) == vars(openai_responses.StreamReader("openai-responses"))
 
 
 @pytest.mark.parametrize(
@@ -780,9 +780,9 @@ def test_events_of_the_wrong_types_are_left_to_decode(name: str, payload: Any) -
     ids=["lone-surrogate", "not-utf8", "nan", "deep", "trailing", "infinite", "raw-not-utf8"],
 )
 def test_text_the_fast_reader_refuses_is_left_to_decode(data: bytes) -> None:
-    decoder = openai_responses.StreamDecoder("openai-responses")
-    assert decoder.quick(None, data) is None
-    assert vars(decoder) == vars(openai_responses.StreamDecoder("openai-responses"))
+    decoder = openai_responses.StreamReader("openai-responses")
+    assert decoder.read_strict(None, data) is None
+    assert vars(decoder) == vars(openai_responses.StreamReader("openai-responses"))
 
 
 _OBJECT: dict[str, Any] = {

@@ -427,7 +427,7 @@ JSON = keyed_json(GENERATE_CONTENT_KEYS)
 @given(events=st.lists(JSON, max_size=6))
 def test_arbitrary_json_events_never_raise(events: list[Any]) -> None:
     response = feed_events(
-        gemini_module.StreamDecoder("gemini"), [(None, event) for event in events]
+        gemini_module.StreamReader("gemini"), [(None, event) for event in events]
     )
     assert isinstance(response.finish_reason, FinishReason)
 
@@ -440,7 +440,7 @@ def chunk(candidate: dict[str, Any], **top: Any) -> bytes:
 
 
 def test_a_later_usage_chunk_keeps_the_filter_verdict_and_its_index() -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     decoder.feed(None, chunk({"content": {"parts": [{"text": "Step one"}]}, "index": 0}))
     events = decoder.feed(None, chunk({"finishReason": "PROHIBITED_CONTENT", "index": 0}))
     assert events == [
@@ -486,7 +486,7 @@ def test_a_block_already_seen_stays_a_block_when_the_stream_is_then_cut_mid_even
 
 
 def test_blocked_ratings_from_an_earlier_chunk_name_the_category_of_a_later_block() -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     rating = {"category": "HARM_CATEGORY_HARASSMENT", "probability": "HIGH", "blocked": True}
     decoder.feed(None, chunk({"content": {"parts": [{"text": "You"}]}, "safetyRatings": [rating]}))
     decoder.feed(None, chunk({"finishReason": "SAFETY"}))
@@ -498,7 +498,7 @@ def test_blocked_ratings_from_an_earlier_chunk_name_the_category_of_a_later_bloc
 
 
 def test_only_candidate_zero_is_read_as_the_full_parser_reads_it() -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     decoder.feed(None, chunk({"content": {"parts": [{"text": "other"}]}, "index": 1}))
     decoder.feed(None, chunk({"content": {"parts": [{"text": "mine"}]}, "finishReason": "STOP"}))
     decoder.close()
@@ -508,7 +508,7 @@ def test_only_candidate_zero_is_read_as_the_full_parser_reads_it() -> None:
 
 def test_a_finish_reason_on_every_chunk_gives_the_verdict_on_the_first() -> None:
     # Early Gemini versions repeated `finishReason: STOP` on each chunk of a stream.
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     for text in ("In the quaint,", " cobbled streets"):
         events = decoder.feed(
             None, chunk({"content": {"parts": [{"text": text}]}, "finishReason": "STOP"})
@@ -521,7 +521,7 @@ def test_a_finish_reason_on_every_chunk_gives_the_verdict_on_the_first() -> None
 
 
 def test_the_json_array_form_of_an_error_is_read_item_by_item() -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     body = [
         {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
     ]
@@ -535,7 +535,7 @@ def test_the_json_array_form_of_an_error_is_read_item_by_item() -> None:
 
 
 def test_an_event_that_is_not_an_object_is_an_error_not_a_crash() -> None:
-    decoder = gemini_module.StreamDecoder("gemini")
+    decoder = gemini_module.StreamReader("gemini")
     assert decoder.feed(None, b"42") == [StreamError("a Gemini stream event is not a JSON object")]
     assert decoder.feed(None, b"{not json") == [StreamError("stream event 1 is not JSON")]
 

@@ -218,7 +218,7 @@ def shapes(m: str) -> dict[str, Callable[[], LLMResponse]]:
 
 
 def _service_error(message: str) -> LLMResponse:
-    decoder = bedrock.StreamDecoder("bedrock")
+    decoder = bedrock.StreamReader("bedrock")
     decoder.service_error("InternalFailure", message)
     decoder.close()
     return decoder.response

@@ -257,7 +257,7 @@ def test_an_error_as_the_first_line_is_read_as_ollamas() -> None:
 
 
 def test_a_line_that_is_not_an_object_is_an_error_not_a_crash() -> None:
-    decoder = ollama_module.StreamDecoder("ollama")
+    decoder = ollama_module.StreamReader("ollama")
     assert decoder.feed(None, b'"done"') == [
         StreamError("an Ollama stream line is not a JSON object")
     ]
@@ -315,7 +315,7 @@ JSON = keyed_json(NATIVE_KEYS)
 @given(events=st.lists(JSON, max_size=6))
 def test_arbitrary_json_lines_never_raise(events: list[Any]) -> None:
     response = feed_events(
-        ollama_module.StreamDecoder("ollama"), [(None, event) for event in events]
+        ollama_module.StreamReader("ollama"), [(None, event) for event in events]
     )
     assert isinstance(response.finish_reason, FinishReason)
 

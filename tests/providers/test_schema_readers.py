@@ -11,7 +11,7 @@ ODD = b'"\\ud800x"'
 
 
 def test_a_gemini_call_with_odd_arguments_is_read_once() -> None:
-    reader = gemini.StreamDecoder("gemini")
+    reader = gemini.StreamReader("gemini")
     chunk = (
         b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"q":'
         + ODD
@@ -28,7 +28,7 @@ def test_a_gemini_call_with_odd_arguments_is_read_once() -> None:
 
 
 def test_an_ollama_call_with_odd_arguments_is_read_once() -> None:
-    reader = ollama.StreamDecoder("ollama")
+    reader = ollama.StreamReader("ollama")
     line = (
         b'{"model":"llama3.2","message":{"role":"assistant","content":"","tool_calls":'
         b'[{"function":{"name":"f","arguments":{"q":' + ODD + b"}}}]},"
@@ -42,7 +42,7 @@ def test_an_ollama_call_with_odd_arguments_is_read_once() -> None:
 
 
 def test_an_anthropic_start_with_odd_iterations_is_read_once() -> None:
-    reader = anthropic.StreamDecoder("anthropic")
+    reader = anthropic.StreamReader("anthropic")
     start = (
         b'{"type":"message_start","message":{"id":"msg_1","model":"claude-opus-4-8",'
         b'"usage":{"input_tokens":7,"iterations":[{"type":"message","model":' + ODD + b"}]}}}"

@@ -163,12 +163,12 @@ def stream_decoder_for(
         candidates = _STREAM_BY_PROVIDER.get(provider, _STREAM_CHAT)
         for module in candidates:
             if module.detect_stream(name, payload) is not None:
-                return module.StreamDecoder(provider), provider
-        return candidates[-1].StreamDecoder(provider), provider
+                return module.StreamReader(provider), provider
+        return candidates[-1].StreamReader(provider), provider
     for module in _STREAM_ORDER:
         found = module.detect_stream(name, payload)
         if found is not None:
-            return module.StreamDecoder(found), found
+            return module.StreamReader(found), found
     return None
 
 

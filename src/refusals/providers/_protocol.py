@@ -26,7 +26,7 @@ class WireFormat(Protocol):
         ...
 
     @property
-    def StreamDecoder(self) -> Callable[[str], WireDecoder]:
+    def StreamReader(self) -> Callable[[str], WireDecoder]:
         """The incremental decoder, built with the provider name."""
         ...
 

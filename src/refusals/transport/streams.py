@@ -269,17 +269,17 @@ class StreamDecoder:
                 events += self._dispatch(message.event_type, message.payload)
         return events
 
-    def _bedrock_wire(self) -> bedrock.StreamDecoder | None:
+    def _bedrock_wire(self) -> bedrock.ConverseStreamReader | None:
         """The Bedrock decoder an event-stream error belongs to (made if none was yet)."""
         if self._wire is None:
             if self.provider not in (None, "bedrock"):
                 return None
-            self._wire = bedrock.StreamDecoder("bedrock")
+            self._wire = bedrock.ConverseStreamReader("bedrock")
             self.provider = "bedrock"
             for event in self._pending:
                 self._wire.acc.apply(event, 0)
             self._pending.clear()
-        return self._wire if isinstance(self._wire, bedrock.StreamDecoder) else None
+        return self._wire if isinstance(self._wire, bedrock.ConverseStreamReader) else None
 
     def _check_first_line(self, chunk: bytes, *, final: bool = False) -> list[StreamEvent]:
         """An SSE stream whose first line is no SSE field is an error, not skipped (as the

@@ -41,7 +41,7 @@ from refusals.providers.anthropic.response import (
 from refusals.providers.anthropic.stream import (
     STREAM_EVENTS,
     MessagesStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_stream,
 )
 
@@ -53,7 +53,7 @@ __all__ = [
     "STOP_REASONS",
     "STREAM_EVENTS",
     "MessagesStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

@@ -135,7 +135,7 @@ class MessagesStreamReader(WireDecoder):
         self._reasoning = False  # some reasoning text was emitted
         self._pending_stop: StopDetails | None = None
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             event = decode_event(data)
         except FAST_FAILED:
@@ -316,7 +316,7 @@ class MessagesStreamReader(WireDecoder):
         return error_events(result, self.acc.verdict, fallback)
 
 
-StreamDecoder = MessagesStreamReader
+StreamReader = MessagesStreamReader
 """The name every wire format's reader has in `providers._protocol.WireFormat`."""
 
 

@@ -67,7 +67,7 @@ from refusals.providers.bedrock.schema import (
 from refusals.providers.bedrock.stream import (
     STREAM_EVENTS,
     ConverseStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_stream,
 )
 
@@ -84,7 +84,7 @@ __all__ = [
     "STOP_REASONS",
     "STREAM_EVENTS",
     "ConverseStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

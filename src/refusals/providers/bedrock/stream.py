@@ -151,7 +151,7 @@ class ConverseStreamReader(WireDecoder):
         self._stop: tuple[FinishReason, str | None] | None = None
         self._inner: WireDecoder | None = None  # Claude's events inside InvokeModel chunks
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             if name is None:
                 found = _only_event(decode_wrapped(data))
@@ -221,7 +221,7 @@ class ConverseStreamReader(WireDecoder):
                 raise _Deferred
             marks = decode_invoke_chunk(data)
             trace = _guardrail_of(marks)
-            events = self._inner.quick(None, data)
+            events = self._inner.read_strict(None, data)
             if events is None:
                 raise _Deferred
         else:
@@ -231,7 +231,7 @@ class ConverseStreamReader(WireDecoder):
             marks = lenient(inner, InvokeChunk)
             trace = _guardrail_of(marks)
             if self._inner is None and anthropic.detect_stream(None, inner) is not None:
-                self._inner = anthropic.StreamDecoder(self.acc.provider or "bedrock")
+                self._inner = anthropic.StreamReader(self.acc.provider or "bedrock")
                 self._inner.acc = self.acc  # one response, whichever decoder reads the event
             if self._inner is not None:
                 events = self._inner.decode(None, inner)
@@ -502,5 +502,5 @@ def _block_index(index: int | None) -> int:
     return index if index is not None else 0
 
 
-StreamDecoder = ConverseStreamReader
+StreamReader = ConverseStreamReader
 """The name `_protocol.WireFormat` asks for."""

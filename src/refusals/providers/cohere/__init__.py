@@ -40,7 +40,7 @@ from refusals.providers.cohere.stream import (
     V1_STREAM_EVENTS,
     V2_STREAM_EVENTS,
     ChatStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_stream,
 )
 
@@ -51,7 +51,7 @@ __all__ = [
     "V1_STREAM_EVENTS",
     "V2_STREAM_EVENTS",
     "ChatStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

@@ -105,7 +105,7 @@ class ChatStreamReader(WireDecoder):
         self._reasoning_block: tuple[str, int] | None = None
         self._reasoning_seen = False
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             event = decode_event(data)
             if event.type is None and event.event_type is None:
@@ -290,7 +290,7 @@ class ChatStreamReader(WireDecoder):
         return events
 
 
-StreamDecoder = ChatStreamReader
+StreamReader = ChatStreamReader
 """The name every wire format's reader has in `providers._protocol.WireFormat`."""
 
 

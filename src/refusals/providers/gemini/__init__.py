@@ -48,7 +48,7 @@ from refusals.providers.gemini.response import (
 )
 from refusals.providers.gemini.stream import (
     GenerateContentStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_provider,
     detect_stream,
 )
@@ -60,7 +60,7 @@ __all__ = [
     "FINISH_REASONS",
     "PROMPT_BLOCKED",
     "GenerateContentStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

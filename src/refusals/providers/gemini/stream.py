@@ -93,7 +93,7 @@ class GenerateContentStreamReader(WireDecoder):
         self._ratings_kept = False
         self._final: str | None = None  # the finish reason of the final chunk
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             chunk = decode_body(data)
             # Ratings are decoded before any state changes (they can fail the decode).
@@ -284,7 +284,7 @@ def _arguments(candidate: Candidate | None) -> list[str]:
     return [call_arguments(part) for part in parts if part.function_call is not None]
 
 
-StreamDecoder = GenerateContentStreamReader
+StreamReader = GenerateContentStreamReader
 """The name every wire format's reader has in `providers._protocol.WireFormat`."""
 
 _UNSET: Any = msgspec.UNSET

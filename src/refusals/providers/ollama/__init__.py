@@ -32,14 +32,14 @@ from typing import Any
 from refusals.providers._common import JsonObject
 from refusals.providers.ollama.errors import is_error, parse_error
 from refusals.providers.ollama.response import API, DONE_REASONS, parse_fast, parse_response
-from refusals.providers.ollama.stream import OllamaStreamReader, StreamDecoder
+from refusals.providers.ollama.stream import OllamaStreamReader, StreamReader
 
 __all__ = [
     "API",
     "DONE_REASONS",
     "ERROR_KEYS",
     "OllamaStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

@@ -46,7 +46,7 @@ class OllamaStreamReader(WireDecoder):
         super().__init__(provider)
         self._tool_calls = 0
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             line = decode_body(data)
             if line.error is not None:
@@ -103,5 +103,5 @@ class OllamaStreamReader(WireDecoder):
         return events
 
 
-StreamDecoder = OllamaStreamReader
+StreamReader = OllamaStreamReader
 """The name every wire format's reader has in `providers._protocol.WireFormat`."""

@@ -89,7 +89,7 @@ from refusals.providers.openai_chat.response import (
 )
 from refusals.providers.openai_chat.stream import (
     ChatStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_stream,
     keep_error_details,
 )
@@ -108,7 +108,7 @@ __all__ = [
     "ErrorVerdict",
     "FilterSignals",
     "ModerationSignals",
-    "StreamDecoder",
+    "StreamReader",
     "azure_category",
     "azure_filter_signals",
     "azure_filtered_categories",

@@ -177,7 +177,7 @@ class ChatStreamReader(WireDecoder):
       A stream that ends before either is incomplete (an error, unless a refusal or a
       filter was already seen).
 
-    Every chunk is read through `Completion`: decoded strictly by `quick`, or, when that
+    Every chunk is read through `Completion`: decoded strictly by `read_strict`, or, when that
     fails, decoded by the driver and read by `decode` through the lenient pass.
     """
 
@@ -204,7 +204,7 @@ class ChatStreamReader(WireDecoder):
         self._last_tool: int | None = None
         self._max_tool = -1
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             chunk = decode_completion(data)
         except FAST_FAILED:
@@ -498,7 +498,7 @@ class ChatStreamReader(WireDecoder):
         return [Verdict(FinishReason.ERROR, self._raw), StreamError(message, verdict.error)]
 
 
-StreamDecoder = ChatStreamReader
+StreamReader = ChatStreamReader
 """The name `_protocol.WireFormat` asks for."""
 
 
@@ -544,7 +544,7 @@ def _detail_text(detail: Detail) -> str:
 
 __all__ = [
     "ChatStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_stream",
     "keep_error_details",
     "parse_error",

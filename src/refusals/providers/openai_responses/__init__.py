@@ -46,7 +46,7 @@ from refusals.providers.openai_responses.response import (
 )
 from refusals.providers.openai_responses.stream import (
     ResponsesStreamReader,
-    StreamDecoder,
+    StreamReader,
     detect_stream,
 )
 
@@ -56,7 +56,7 @@ __all__ = [
     "PROVIDER_NAMES",
     "STATUSES",
     "ResponsesStreamReader",
-    "StreamDecoder",
+    "StreamReader",
     "detect_provider",
     "detect_stream",
     "is_error",

@@ -126,7 +126,7 @@ class ResponsesStreamReader(WireDecoder):
       with `response.failed`.
     - A stream that ends before a terminal event (or an `error`) is incomplete.
 
-    Every event is read through `Event`: decoded strictly by `quick`, or, when that
+    Every event is read through `Event`: decoded strictly by `read_strict`, or, when that
     fails, decoded by the driver and read by `decode` through the lenient pass.
     """
 
@@ -147,7 +147,7 @@ class ResponsesStreamReader(WireDecoder):
         self._tool_calls = False
         self._streamed = False
 
-    def quick(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
+    def read_strict(self, name: str | None, data: str | bytes) -> list[StreamEvent] | None:
         try:
             event = decode_event(data)
         except FAST_FAILED:
@@ -385,5 +385,5 @@ def _output_events(result: LLMResponse) -> list[StreamEvent]:
     return events
 
 
-StreamDecoder = ResponsesStreamReader
+StreamReader = ResponsesStreamReader
 """The name every wire format's reader has in `providers._protocol.WireFormat`."""
