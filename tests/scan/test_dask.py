@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster
 
 from refusals.scan import ScanRecord, Task, plan, scan_dask, scan_local
+from refusals.scan._engine import prepare_parquet_dir
 from refusals.scan.corpus import Truth, write_bench_file
 
 
@@ -136,3 +140,75 @@ def test_an_unreachable_scheduler_is_one_line_and_exit_2_within_the_timeout(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in lines[0]
     assert time.monotonic() - started < 20
+
+
+def _parts(directory: Path) -> list[dict[str, Any]]:
+    """Every row of the part files of a `--parquet-dir`, files in name order."""
+    names = sorted(p.name for p in directory.iterdir())
+    assert names and all(re.fullmatch(r"part-\d{5}\.parquet", name) for name in names), names
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        rows += pq.read_table(directory / name).to_pylist()
+    return rows
+
+
+def test_the_workers_write_one_parquet_file_per_task_in_file_and_line_order(
+    corpus: tuple[Path, Truth], cluster: LocalCluster, tmp_path: Path
+) -> None:
+    root, truth = corpus
+    local = tmp_path / "local.parquet"
+    parts = tmp_path / "parts"
+    for command in (
+        ["--parquet", str(local), "--jobs", "2"],
+        ["--engine", "dask", "--scheduler", cluster.scheduler_address,
+         "--parquet-dir", str(parts)],
+    ):  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "refusals", "scan", str(root), *command],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    rows = _parts(parts)
+    assert rows == pq.read_table(local).to_pylist()
+    assert len(rows) == truth.records
+    assert len(list(parts.iterdir())) > 1  # one file per task, not one gathered file
+
+
+def test_parts_of_a_split_file_carry_the_lines_of_the_whole_file(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    big = tmp_path / "big.jsonl"
+    write_bench_file(big, 2_000_000)
+    chunk = 256 * 1024
+    local_records: list[ScanRecord] = []
+    scan_local([str(big)], jobs=1, sink=local_records.append, chunk_bytes=chunk)
+    parts = tmp_path / "parts"
+    prepare_parquet_dir(str(parts))
+    with Client(cluster, timeout=30) as client:  # type: ignore[no-untyped-call]
+        scan_dask([str(big)], client, chunk_bytes=chunk, parquet_dir=str(parts))
+    rows = _parts(parts)
+    assert len(list(parts.iterdir())) >= 6
+    assert [row["line"] for row in rows] == [record.line for record in local_records]
+    assert [tuple(row.values()) for row in rows] == [record.row() for record in local_records]
+
+
+def test_parquet_dir_needs_the_dask_engine_and_a_new_or_empty_directory(
+    corpus: tuple[Path, Truth], cluster: LocalCluster, tmp_path: Path
+) -> None:
+    root, _ = corpus
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "old.parquet").write_bytes(b"x")
+    for extra, expected in (
+        ([], "--parquet-dir is written by the Dask workers"),
+        (["--engine", "dask", "--scheduler", cluster.scheduler_address], "is not empty"),
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "refusals", "scan", str(root), "--parquet-dir", str(used),
+             *extra],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 2
+        assert expected in result.stderr.decode()
+        assert "Traceback" not in result.stderr.decode()
+    assert [p.name for p in used.iterdir()] == ["old.parquet"]  # nothing of it was touched

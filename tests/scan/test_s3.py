@@ -13,11 +13,13 @@ from pathlib import Path
 import boto3
 import fsspec
 import orjson
+import pyarrow.parquet as pq
 import pytest
 from distributed import Client, LocalCluster
 from moto.server import ThreadedMotoServer
 
 from refusals.scan import ScanRecord, scan_dask, scan_local
+from refusals.scan._engine import prepare_parquet_dir
 from refusals.scan.corpus import Truth
 
 BUCKET = "refusals-logs"
@@ -115,3 +117,28 @@ def test_a_missing_object_is_reported_not_fatal(s3: str) -> None:
     summary = scan_local([f"s3://{BUCKET}/corpus/nothing-here.jsonl"], jobs=1)
     assert summary.records == 0
     assert summary.problems and "nothing-here" in summary.problems[0].source
+
+
+def test_the_dask_workers_write_their_parquet_parts_to_s3(
+    s3: str, corpus_module: tuple[Path, Truth]
+) -> None:
+    _, truth = corpus_module
+    on_disk: list[ScanRecord] = []
+    scan_local([f"s3://{BUCKET}/corpus"], jobs=1, sink=on_disk.append)
+    out = f"s3://{BUCKET}/verdicts/run-1"
+    prepare_parquet_dir(out)
+    with (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=False,  # type: ignore[no-untyped-call]
+                     dashboard_address=None) as cluster,
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
+    ):  # fmt: skip
+        scan_dask([f"s3://{BUCKET}/corpus"], client, parquet_dir=out)
+    fs = fsspec.filesystem("s3")
+    names = sorted(fs.ls(out.removeprefix("s3://")))
+    assert names and all(name.rsplit("/", 1)[-1].startswith("part-") for name in names)
+    rows: list[tuple[object, ...]] = []
+    for name in names:
+        with fs.open(name, "rb") as handle:
+            rows += [tuple(row.values()) for row in pq.read_table(handle).to_pylist()]
+    assert len(rows) == truth.records
+    assert rows == [record.row() for record in on_disk]

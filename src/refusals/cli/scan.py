@@ -177,6 +177,23 @@ def _check_outputs(paths: tuple[str, ...], outputs: dict[str, str | None]) -> No
                 )
 
 
+def _check_output_dir(paths: tuple[str, ...], out: str) -> None:
+    """`--parquet-dir`: a new or empty directory, not inside an input directory; made here."""
+    from refusals.scan._engine import prepare_parquet_dir  # noqa: PLC0415
+    from refusals.scan._sources import is_url  # noqa: PLC0415
+
+    if not is_url(out):
+        real = os.path.realpath(out)
+        for given in paths:
+            source = os.path.realpath(given)
+            if not is_url(given) and (real == source or real.startswith(source.rstrip("/") + "/")):
+                _usage(f"--parquet-dir {out} is inside the input {given}; write it elsewhere")
+    try:
+        prepare_parquet_dir(out)
+    except (ValueError, OSError, ImportError) as exc:
+        _usage(f"--parquet-dir {out}: {exc}")
+
+
 class _Staged:
     """An output written to a temporary file beside it and renamed into place at the
     end: an interrupted scan leaves the old file (or none), never a half-written one."""
@@ -226,6 +243,12 @@ def _stage(path: str) -> _Staged:
 @click.option("--json", "as_json", is_flag=True, help="Print one verdict object per record.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print one CSV row per record.")
 @click.option("--parquet", metavar="FILE", help="Write every record to a Parquet file.")
+@click.option(
+    "--parquet-dir",
+    metavar="DIR",
+    help="With --engine dask: the workers write every record to DIR (a shared path or a "
+    "URL such as s3://bucket/out/), one part-NNNNN.parquet per task, in file and line order.",
+)
 @click.option("--chart", metavar="FILE", help="Draw refusal and filter rates (.png or .svg).")
 @click.option(
     "--resubmit",
@@ -239,7 +262,7 @@ def _stage(path: str) -> _Staged:
     type=click.Choice(["local", "dask"]),
     default="local",
     show_default=True,
-    help="Where to run: this machine, or a Dask cluster (one task per file).",
+    help="Where to run: this machine, or a Dask cluster.",
 )
 @click.option("--scheduler", metavar="ADDRESS", help="Dask scheduler address (--engine dask).")
 @click.option(
@@ -264,6 +287,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     as_json: bool,
     as_csv: bool,
     parquet: str | None,
+    parquet_dir: str | None,
     chart: str | None,
     resubmit: str | None,
     summary_json: str | None,
@@ -287,6 +311,8 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
       refusals scan results.jsonl --resubmit resubmit.jsonl
       refusals scan logs/ --fail-on-rate 2%      exit 1 when more than 2% are blocked
       refusals scan s3-mirror/ --engine dask --scheduler tcp://10.0.0.5:8786
+      refusals scan s3://logs/ --engine dask --scheduler tcp://10.0.0.5:8786 \\
+          --parquet-dir s3://logs-out/verdicts/
       refusals scan --demo-corpus demo && refusals scan demo
 
     Exit codes: 0 scanned (bad records and unreadable files are reported, not fatal),
@@ -309,8 +335,13 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     rate = _parse_rate(fail_on_rate)
     if chart is not None and not chart.lower().endswith((".png", ".svg")):
         _usage(f"--chart {chart}: the file name must end in .png or .svg")
-    if parquet is not None:
+    if parquet is not None or parquet_dir is not None:
         _require("parquet")
+    if parquet_dir is not None and engine != "dask":
+        _usage(
+            "--parquet-dir is written by the Dask workers (--engine dask); on this machine "
+            "use --parquet FILE"
+        )
     if chart is not None:
         _require("chart")
     if engine == "dask":
@@ -320,6 +351,8 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     elif scheduler is not None:
         _usage("--scheduler works with --engine dask")
 
+    if parquet_dir is not None:
+        _check_output_dir(paths, parquet_dir)
     _check_outputs(
         paths,
         {
@@ -330,6 +363,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         },
     )
 
+    parts_done = False
     sinks: list[Callable[[ScanRecord], None]] = []
     closers: list[Callable[[], None]] = []
     staged: list[_Staged] = []
@@ -379,6 +413,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
                     progress=bar,
                     connect_timeout=connect_timeout,
                     sink=sink,
+                    parquet_dir=parquet_dir,
                 )
             else:
                 summary = scan_local(
@@ -394,6 +429,7 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
         for out in staged:
             out.commit()
         staged.clear()
+        parts_done = True
         if rate is not None and summary.blocked_rate > rate:
             click.echo(
                 f"refusals scan: {100 * summary.blocked_rate:.2f}% of {summary.records} records "
@@ -411,6 +447,11 @@ def scan_command(  # noqa: PLR0917 - one parameter per option, as click passes t
     finally:
         for out in staged:
             out.discard()
+        if parquet_dir is not None and not parts_done:
+            # An interrupted or failed scan leaves no parts that look like a whole one.
+            from refusals.scan._engine import discard_parquet_dir  # noqa: PLC0415
+
+            discard_parquet_dir(parquet_dir)
 
 
 def _write_demo(target: Path, records: int) -> None:

@@ -4,7 +4,9 @@ Each task returns a partial `Summary`; merging is associative and commutative, s
 result is the same whatever the number of processes or the order tasks finish in.
 Records (for `--json`, `--csv`, `--parquet`, `--resubmit`) reach the caller in file
 and line order: a worker process spools its task's records to a temporary file, read
-back in task order, so memory stays bounded however large a task is.
+back in task order, so memory stays bounded however large a task is. On Dask the
+workers can also write the records themselves, one Parquet file per task in a directory
+(`parquet_dir`), named in task order.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from refusals.scan._outputs import parquet_batch, parquet_schema
 from refusals.scan._record import ScanRecord
 from refusals.scan._sources import Sink, Task, TaskResult, is_url, plan, run_task
 from refusals.scan._summary import Problem, Summary
@@ -179,6 +182,7 @@ def scan_dask(
     connect_timeout: float = 10.0,
     sink: Sink | None = None,
     chunk_bytes: int | None = None,
+    parquet_dir: str | None = None,
 ) -> Summary:
     """Scan on a Dask cluster: the local engine's tasks (a large uncompressed file split
     into byte ranges), run by the workers, their summaries merged in file order.
@@ -187,8 +191,11 @@ def scan_dask(
     Every worker needs `refusals` installed and the files at the same paths; paths are
     made absolute here, since a worker's working directory is not ours. `sink` receives
     every record in file and line order, as the local engine gives them (the workers send
-    each task's records back). A scheduler that does not answer within `connect_timeout`
-    seconds raises `SchedulerUnreachable`.
+    each task's records back). With `parquet_dir` (a directory every worker can write:
+    a shared path or an fsspec URL), each worker writes its task's records there as
+    `part-NNNNN.parquet`, numbered in task order, so the files read in name order are the
+    records in file and line order. A scheduler that does not answer within
+    `connect_timeout` seconds raises `SchedulerUnreachable`.
     """
     # Imported here: the dask extra is optional, and its API is untyped.
     distributed: Any = importlib.import_module("distributed")
@@ -213,10 +220,21 @@ def scan_dask(
             ) from None
     else:
         client = scheduler
+    out = None
+    if parquet_dir is not None:
+        out = parquet_dir if is_url(parquet_dir) else os.path.abspath(parquet_dir)
+    shifts: list[Any] = []
     try:
-        futures = client.map(_dask_task, tasks, keep=sink is not None, pure=False)
+        futures = client.map(
+            _dask_task,
+            tasks,
+            range(len(tasks)),
+            keep=sink is not None,
+            out=out,
+            pure=False,
+        )
         order = {future.key: index for index, future in enumerate(futures)}
-        results: dict[int, tuple[TaskResult, list[tuple[Any, ...]] | None]] = {}
+        results: dict[int, tuple[TaskResult, list[tuple[Any, ...]] | None, bool]] = {}
         bases: dict[str, int] = {}
         following = 0
         done_bytes = 0
@@ -232,9 +250,13 @@ def scan_dask(
             # Absorb the finished prefix in task order: line numbers of a later part of a
             # file follow the lines of the parts before it, and records keep file order.
             while following in results:
-                result, rows = results.pop(following)
+                result, rows, written = results.pop(following)
                 path = result.task.path
                 base = bases.get(path, 0) if result.task.part else 0
+                if written:
+                    # A later part of a split file: its records' lines follow the parts
+                    # before it, known only now. A worker rewrites its file with them.
+                    shifts.append(client.submit(_shift_part, out, following, base, pure=False))
                 if base:
                     result.summary.shift_lines(base)
                 bases[path] = base + result.lines
@@ -245,19 +267,96 @@ def scan_dask(
                         shifted[1] += base
                         sink(ScanRecord(*shifted))
                 following += 1
+        for shift in shifts:
+            shift.result()
         return summary
     finally:
         if owned:
             client.close()
 
 
-def _dask_task(task: Task, keep: bool) -> tuple[TaskResult, list[tuple[Any, ...]] | None]:
-    """One task on a worker: its result, and its records (as rows) when they are wanted."""
-    if not keep:
-        return run_task(task), None
+def _dask_task(
+    task: Task, index: int, keep: bool, out: str | None
+) -> tuple[TaskResult, list[tuple[Any, ...]] | None, bool]:
+    """One task on a worker: its result, its records (as rows) when they are wanted, and
+    whether it wrote a Parquet file whose lines must still be shifted."""
+    if not keep and out is None:
+        return run_task(task), None, False
     rows: list[tuple[Any, ...]] = []
 
     def sink(record: ScanRecord) -> None:
         rows.append(record.row())
 
-    return run_task(task, sink), rows
+    result = run_task(task, sink)
+    unshifted = False
+    if out is not None and rows:
+        # The first part of a file starts at line 1: its file is final at once.
+        unshifted = bool(task.part)
+        _write_part(out, index, rows, final=not unshifted)
+    return result, (rows if keep else None), unshifted
+
+
+PART_NAME = "part-{:05d}.parquet"
+"""A task's Parquet file in `parquet_dir`: numbered in task order."""
+_UNSHIFTED = ".unshifted"
+_WRITING = ".writing"
+
+
+def _write_part(out: str, index: int, rows: list[tuple[Any, ...]], *, final: bool) -> None:
+    pa: Any = importlib.import_module("pyarrow")
+    pq: Any = importlib.import_module("pyarrow.parquet")
+    schema = parquet_schema()
+    table = pa.Table.from_batches([parquet_batch(rows, schema)], schema=schema)
+    fs, root = _output_fs(out)
+    name = f"{root.rstrip('/')}/{PART_NAME.format(index)}"
+    target = name if final else name + _UNSHIFTED
+    # Written under another name first, so a file of the final name is always whole.
+    with fs.open(target + _WRITING, "wb") as handle:
+        pq.write_table(table, handle)
+    fs.mv(target + _WRITING, target)
+
+
+def _shift_part(out: str, index: int, base: int) -> None:
+    """Add `base` to the line numbers of a later part's file, and give it its final name."""
+    pc: Any = importlib.import_module("pyarrow.compute")
+    pq: Any = importlib.import_module("pyarrow.parquet")
+    fs, root = _output_fs(out)
+    name = f"{root.rstrip('/')}/{PART_NAME.format(index)}"
+    with fs.open(name + _UNSHIFTED, "rb") as handle:
+        table = pq.read_table(handle)
+    position = table.schema.get_field_index("line")
+    table = table.set_column(position, "line", pc.add(table.column("line"), base))
+    with fs.open(name + _WRITING, "wb") as handle:
+        pq.write_table(table, handle)
+    fs.mv(name + _WRITING, name)
+    fs.rm(name + _UNSHIFTED)
+
+
+def _output_fs(out: str) -> tuple[Any, str]:
+    fsspec: Any = importlib.import_module("fsspec")
+    fs, root = fsspec.core.url_to_fs(out)
+    return fs, root
+
+
+def prepare_parquet_dir(out: str) -> None:
+    """Create the output directory of `parquet_dir`; one that holds files is refused, so
+    that no earlier scan's parts mix with this one's."""
+    fs, root = _output_fs(out if is_url(out) else os.path.abspath(out))
+    if fs.exists(root):
+        if not fs.isdir(root):
+            raise ValueError(f"{out} is a file; --parquet-dir needs a directory")
+        if fs.ls(root):
+            raise ValueError(f"{out} is not empty; give a new or empty directory")
+    else:
+        fs.makedirs(root, exist_ok=True)
+
+
+def discard_parquet_dir(out: str) -> None:
+    """Remove what a scan that did not finish wrote to `parquet_dir` (which was new or
+    empty when it started)."""
+    try:
+        fs, root = _output_fs(out if is_url(out) else os.path.abspath(out))
+        for name in fs.ls(root, detail=False):
+            fs.rm(name)
+    except (OSError, ValueError, ImportError):
+        pass  # nothing there, or nothing that can be reached now: nothing to remove

@@ -113,6 +113,28 @@ def parquet_available() -> bool:
     return True
 
 
+def parquet_schema() -> Any:
+    """The Parquet schema of the records: `COLUMNS`, counts as int64, flags as bool."""
+    pa: Any = importlib.import_module("pyarrow")
+    types = {
+        "line": pa.int64(),
+        "served_by_fallback": pa.bool_(),
+        "input_tokens": pa.int64(),
+        "output_tokens": pa.int64(),
+    }
+    return pa.schema([(name, types.get(name, pa.string())) for name in COLUMNS])
+
+
+def parquet_batch(rows: list[tuple[Any, ...]], schema: Any) -> Any:
+    """Record rows (`ScanRecord.row()`) as one pyarrow record batch of `schema`."""
+    pa: Any = importlib.import_module("pyarrow")
+    columns = list(zip(*rows, strict=True))
+    arrays = [
+        pa.array(column, type=schema.field(index).type) for index, column in enumerate(columns)
+    ]
+    return pa.record_batch(arrays, schema=schema)
+
+
 @dataclass
 class ParquetWriter:
     """Records written to a Parquet file in row groups (needs the `parquet` extra)."""
@@ -120,19 +142,10 @@ class ParquetWriter:
     path: str
     _rows: list[tuple[Any, ...]] = field(default_factory=list)
     _writer: Any = None
-    _pa: Any = None
 
     def __post_init__(self) -> None:
-        pa: Any = importlib.import_module("pyarrow")
         pq: Any = importlib.import_module("pyarrow.parquet")
-        types = {
-            "line": pa.int64(),
-            "served_by_fallback": pa.bool_(),
-            "input_tokens": pa.int64(),
-            "output_tokens": pa.int64(),
-        }
-        self._schema = pa.schema([(name, types.get(name, pa.string())) for name in COLUMNS])
-        self._pa = pa
+        self._schema = parquet_schema()
         self._writer = pq.ParquetWriter(self.path, self._schema)
 
     def __call__(self, record: ScanRecord) -> None:
@@ -143,12 +156,7 @@ class ParquetWriter:
     def _flush(self) -> None:
         if not self._rows:
             return
-        columns = list(zip(*self._rows, strict=True))
-        arrays = [
-            self._pa.array(column, type=self._schema.field(index).type)
-            for index, column in enumerate(columns)
-        ]
-        self._writer.write_batch(self._pa.record_batch(arrays, schema=self._schema))
+        self._writer.write_batch(parquet_batch(self._rows, self._schema))
         self._rows.clear()
 
     def close(self) -> None:
