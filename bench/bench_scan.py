@@ -73,9 +73,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--small-mb", type=int, default=100)
     parser.add_argument("--large-mb", type=int, default=1000)
-    parser.add_argument("--dir", default=tempfile.gettempdir())
+    parser.add_argument(
+        "--dir", default=tempfile.gettempdir(), help="Where to write the inputs (made if missing)."
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
     small = os.path.join(args.dir, "refusals-bench-scan-small.jsonl")
     large = os.path.join(args.dir, "refusals-bench-scan-large.jsonl")
     try:
