@@ -35,6 +35,7 @@ from refusals.providers._common import (
     key_names,
     type_name,
 )
+from refusals.providers._detection import CLAIMED_EARLIER
 from refusals.providers._protocol import WireFormat
 from refusals.providers.registry import VENDORS
 from refusals.stream import WireDecoder, never_retried
@@ -106,25 +107,7 @@ _DETECTION_ORDER: tuple[WireFormat, ...] = (
 )
 
 
-# Every key whose presence lets a format searched before Cohere and Ollama claim a body
-# (Anthropic `type`; Responses `object`/`output`; Gemini's camelCase and snake_case keys and
-# `error`; Bedrock `output`/`stopReason`/`__type`/`Error`).
-_CLAIMED_EARLIER = frozenset(
-    {
-        "type",
-        "object",
-        "output",
-        "error",
-        "candidates",
-        "promptFeedback",
-        "prompt_feedback",
-        "usageMetadata",
-        "usage_metadata",
-        "stopReason",
-        "__type",
-        "Error",
-    }
-)
+_CLAIMED_EARLIER = CLAIMED_EARLIER  # see `_detection`
 
 
 _UNHINTED: tuple[WireFormat, ...] = (cohere, ollama)

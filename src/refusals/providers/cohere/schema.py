@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from refusals.providers._common import NO_RAW, Count, Int, Raw
+from refusals.providers._detection import ElsewhereKeys
 
 
 class Tokens(msgspec.Struct, gc=False):
@@ -58,8 +59,9 @@ class Message(msgspec.Struct, gc=False):
     tool_calls: list[CallV2] | None = None
 
 
-class Chat(msgspec.Struct, gc=False):
-    """A v2 (`message`) or v1 (`text`) chat body; v1's `stream-end` carries one whole."""
+class Chat(ElsewhereKeys, gc=False):
+    """A v2 (`message`) or v1 (`text`) chat body; v1's `stream-end` carries one whole.
+    The keys of other formats (`ElsewhereKeys`) make detection look elsewhere."""
 
     id: str | None = None
     response_id: str | None = None
@@ -74,36 +76,11 @@ class Chat(msgspec.Struct, gc=False):
     usage: Raw = NO_RAW
     tool_calls: list[CallV1] | None = None
     error: Raw = NO_RAW
-    # Keys that make detection look elsewhere, for a body without a provider name: the
-    # ones earlier formats claim a body by (`_CLAIMED_EARLIER` in providers/__init__.py),
-    # `choices`, and the ones `bedrock.is_invoke_body` reads.
-    type: Raw = NO_RAW
-    object: Raw = NO_RAW
-    output: Raw = NO_RAW
-    candidates: Raw = NO_RAW
-    promptFeedback: Raw = NO_RAW
-    prompt_feedback: Raw = NO_RAW
-    usageMetadata: Raw = NO_RAW
-    usage_metadata: Raw = NO_RAW
-    stopReason: Raw = NO_RAW
-    aws_type: Raw = msgspec.field(default=NO_RAW, name="__type")
-    aws_error: Raw = msgspec.field(default=NO_RAW, name="Error")
-    choices: Raw = NO_RAW
-    guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
-    invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
-    results: Raw = NO_RAW
-    generation: Raw = NO_RAW
-    outputs: Raw = NO_RAW
 
     def claimed_elsewhere(self) -> bool:
-        """Whether a key of another format is there (detection then looks elsewhere)."""
-        return bool(
-            self.type or self.object or self.output or self.error or self.candidates
-            or self.promptFeedback or self.prompt_feedback or self.usageMetadata
-            or self.usage_metadata or self.stopReason or self.aws_type or self.aws_error
-            or self.choices or self.guardrail_action or self.invocation_metrics
-            or self.results or self.generation or self.outputs
-        )  # fmt: skip
+        """Whether a key of another format is there (detection then looks elsewhere),
+        `error` included (Gemini claims a body by it before Cohere is asked)."""
+        return bool(self.error) or ElsewhereKeys.claimed_elsewhere(self)
 
 
 class DeltaContent(msgspec.Struct, gc=False):
