@@ -48,7 +48,7 @@ class _Declines:
         return None
 
 
-def _no_fast(payload: bytes | str, provider: str | None, again: bool = True) -> None:
+def _no_fast(payload: bytes | str, provider: str | None) -> None:
     return None
 
 
@@ -56,7 +56,7 @@ def _no_fast(payload: bytes | str, provider: str | None, again: bool = True) -> 
 def fast_off() -> Iterator[None]:
     saved, last = providers._fast, providers._last_fast[0]
     providers._fast = _no_fast
-    providers._last_fast[0] = cast(WireFormat, _Declines)
+    providers._last_fast[0] = (b"", cast(WireFormat, _Declines))
     try:
         yield
     finally:
