@@ -36,7 +36,7 @@ from refusals.providers._common import (
     status_error_kind,
     string,
 )
-from refusals.providers._lenient import Given, filled, is_object, lenient, raw_value
+from refusals.providers._lenient import Given, filled, lenient, raw_value
 from refusals.providers.openai_chat.filters import (
     azure_filtered_categories,
     clean_message,
@@ -228,10 +228,6 @@ def error_value(value: msgspec.Raw | Given) -> ErrorObject | str | None:
         text: str = decode_error_text(value)
         return text
     return filled(value, ErrorObject, decode_error_object)
-
-
-def error_is_object(value: msgspec.Raw | Given) -> bool:
-    return is_object(value)
 
 
 def classify(body: ErrorBody | str, status: int | None) -> ErrorVerdict:
