@@ -339,18 +339,20 @@ def _fold(text: str) -> str:
     return (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
 
 
-@functools.lru_cache(maxsize=256)
 def folded(text: str) -> str:
     """`text` lower-cased, with the non-ASCII characters that case-insensitive matching
     takes for ASCII letters folded to them: an ASCII literal a case-insensitive pattern
-    matches in `text` is a substring of this. Kept for the few texts a body's readers ask
-    about in turn (the same error message is checked by several patterns)."""
-    return (text if text.isascii() else text.translate(_ASCII_FOLD)).lower()
+    matches in `text` is a substring of this. Texts up to 8 KB are kept for the next ask
+    (the same error message is checked by several patterns in turn)."""
+    return _folded_kept(text) if len(text) <= _FOLD_KEPT_CHARS else _fold(text)
+
+
+_folded_kept = functools.lru_cache(maxsize=256)(_fold)
 
 
 def _candidates(text: str) -> tuple[int, ...]:
     """The alternatives of `_SECRETS` that can match somewhere in `text`."""
-    folded_text = folded(text) if len(text) <= _FOLD_KEPT_CHARS else _fold(text)
+    folded_text = folded(text)
     for piece in _ANY_ANCHOR:
         if piece in folded_text:
             break
@@ -493,7 +495,7 @@ def says_blocked(message: str | None, pattern: re.Pattern[str] = POLICY_BLOCK) -
 def may_contain(text: str, words: tuple[str, ...]) -> bool:
     """Whether any of `words` (lower-case ASCII) can be matched in `text` by a
     case-insensitive pattern: False means a pattern that needs one of them cannot match."""
-    lowered = folded(text) if len(text) <= _FOLD_KEPT_CHARS else _fold(text)
+    lowered = folded(text)
     return any(word in lowered for word in words)
 
 

@@ -25,7 +25,7 @@ import msgspec
 import orjson
 from msgspec import inspect as mi
 
-__all__ = ["Given", "filled", "is_object", "lenient", "lenient_list", "raw_value"]
+__all__ = ["Given", "filled", "is_null", "is_object", "lenient", "lenient_list", "raw_value"]
 
 T = TypeVar("T", bound=msgspec.Struct)
 
@@ -174,6 +174,13 @@ def is_object(value: msgspec.Raw | Given) -> bool:
     if isinstance(value, Given):
         return isinstance(value.value, dict)
     return bool(value) and memoryview(value)[0] == _BRACE
+
+
+def is_null(value: msgspec.Raw | Given) -> bool:
+    """Whether a `Raw` field holds JSON null."""
+    if isinstance(value, Given):
+        return value.value is None
+    return bytes(value) == b"null"
 
 
 def raw_value(value: msgspec.Raw | Given) -> Any:

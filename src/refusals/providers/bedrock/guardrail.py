@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
+
 from refusals.model import (
     FinishReason,
     StopDetails,
@@ -18,6 +20,7 @@ from refusals.providers._common import (
     obj,
     string,
 )
+from refusals.providers._lenient import Given, raw_value
 
 _BLOCKED = "BLOCKED"
 
@@ -162,3 +165,11 @@ def _acted(items: Any, wanted: str) -> Iterator[JsonObject]:
 def _lower(value: Any) -> str | None:
     text = string(value)
     return text.lower() if text else None
+
+
+def trace_guardrail(trace: msgspec.Raw | Given) -> JsonObject:
+    """The `guardrail` part of a raw guardrail trace (Converse `trace`, InvokeModel's
+    `amazon-bedrock-trace`); empty when there is none."""
+    if not trace:
+        return {}
+    return obj(obj(raw_value(trace)).get("guardrail"))

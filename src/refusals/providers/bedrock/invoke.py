@@ -15,10 +15,9 @@ from refusals.providers import anthropic  # Claude on Bedrock speaks Anthropic's
 from refusals.providers._common import (
     JsonObject,
     interrupted,
-    obj,
 )
-from refusals.providers._lenient import lenient, raw_value
-from refusals.providers.bedrock.guardrail import guardrail_outcome
+from refusals.providers._lenient import lenient
+from refusals.providers.bedrock.guardrail import guardrail_outcome, trace_guardrail
 from refusals.providers.bedrock.schema import GUARDRAIL_ACTION, INVOCATION_METRICS, InvokeBody
 
 INVOKE_API = "invoke"
@@ -128,8 +127,7 @@ def _with_guardrail(result: LLMResponse, body: InvokeBody) -> LLMResponse:
     action = body.guardrail_action
     if action is None or action.upper() != "INTERVENED":
         return result
-    trace = raw_value(body.guardrail_trace) if body.guardrail_trace else None
-    trace = obj(obj(trace).get("guardrail"))
+    trace = trace_guardrail(body.guardrail_trace)
     _, stop = guardrail_outcome(FinishReason.CONTENT_FILTER, trace)
     result.finish_reason = FinishReason.CONTENT_FILTER
     result.raw_finish_reason = action

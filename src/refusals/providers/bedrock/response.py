@@ -30,7 +30,7 @@ from refusals.providers._common import (
 )
 from refusals.providers._lenient import lenient, raw_value
 from refusals.providers.bedrock.errors import known_exception
-from refusals.providers.bedrock.guardrail import guardrail_outcome
+from refusals.providers.bedrock.guardrail import guardrail_outcome, trace_guardrail
 from refusals.providers.bedrock.schema import (
     API,
     DECLINED,
@@ -165,7 +165,7 @@ def to_response(body: Converse, provider: str) -> LLMResponse:
                 details.append(typed_detail("redacted_thinking", "data", redacted))
 
     raw = body.stop_reason if type(body.stop_reason) is str else None
-    guardrail = obj(obj(raw_value(body.trace)).get("guardrail")) if body.trace else {}
+    guardrail = trace_guardrail(body.trace)
     finish, stop = guardrail_outcome(finish_of(raw), guardrail)
     if stop is not None:
         details.append(stop.to_detail())

@@ -23,7 +23,6 @@ from refusals.providers._common import (
 from refusals.providers._common import (
     JsonObject,
     error_events,
-    obj,
     says_blocked,
     typed_detail,
 )
@@ -35,7 +34,7 @@ from refusals.providers.bedrock.errors import (
     parse_error,
     to_error,
 )
-from refusals.providers.bedrock.guardrail import guardrail_outcome
+from refusals.providers.bedrock.guardrail import guardrail_outcome, trace_guardrail
 from refusals.providers.bedrock.invoke import NATIVE_STOP_REASONS
 from refusals.providers.bedrock.response import base64_text, finish_of
 from refusals.providers.bedrock.schema import (
@@ -352,7 +351,7 @@ class ConverseStreamReader(WireDecoder):
         return [*self._close_all(), Verdict(finish, raw)]
 
     def _metadata(self, event: StreamMetadata) -> list[StreamEvent]:
-        trace = raw_value(event.trace) if event.trace else None  # read first: may fail
+        guardrail = trace_guardrail(event.trace)  # read first: may fail
         events: list[StreamEvent] = []
         usage = event.usage
         if usage is not None:
@@ -366,7 +365,6 @@ class ConverseStreamReader(WireDecoder):
                     )
                 )
             )
-        guardrail = obj(obj(trace).get("guardrail"))
         if self._stop is not None:
             finish, raw = self._stop
             outcome, stop = guardrail_outcome(finish, guardrail)
@@ -455,7 +453,7 @@ def _guardrail_of(marks: InvokeChunk) -> JsonObject:
     action = marks.guardrail_action
     if action is None or action.upper() != "INTERVENED" or not marks.guardrail_trace:
         return {}
-    return obj(obj(raw_value(marks.guardrail_trace)).get("guardrail"))
+    return trace_guardrail(marks.guardrail_trace)
 
 
 def _chunk_bytes(value: Any) -> bytes | None:

@@ -28,7 +28,7 @@ from refusals.providers._common import (
     key_names,
     require_object,
 )
-from refusals.providers._lenient import Given, filled, lenient, raw_value
+from refusals.providers._lenient import Given, filled, is_null, lenient, raw_value
 from refusals.providers.openai_chat.errors import (
     API,
     classify,
@@ -231,9 +231,7 @@ def to_response(body: Completion, provider: str) -> LLMResponse:
 
     filtered: list[str] = []
     details: list[Detail] = []
-    prompt = body.prompt_filter_results
-    if not prompt or is_null(prompt):
-        prompt = body.prompt_annotations  # earlier (preview) API versions' name
+    prompt = prompt_results(body)
     results = choice.content_filter_results if choice is not None else None
     if (prompt and not quiet(prompt)) or (results and not quiet(results)):
         azure = azure_filter_signals(
@@ -417,8 +415,10 @@ def usage_of(usage: ChatUsage | None) -> Usage:
     return new_usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, written, [])
 
 
-def is_null(value: msgspec.Raw | Given) -> bool:
-    """Whether a `Raw` field holds JSON null."""
-    if isinstance(value, Given):
-        return value.value is None
-    return bytes(value) == b"null"
+def prompt_results(body: Completion) -> msgspec.Raw | Given:
+    """Azure's prompt filter results, under the name earlier (preview) API versions gave
+    them (`prompt_annotations`) when `prompt_filter_results` is absent or null."""
+    prompt = body.prompt_filter_results
+    if not prompt or is_null(prompt):
+        return body.prompt_annotations
+    return prompt

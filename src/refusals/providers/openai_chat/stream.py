@@ -42,10 +42,10 @@ from refusals.providers.openai_chat.response import (
     answer_choice,
     call_parts,
     content_refusals,
-    is_null,
     native_finish,
     other_choices_filtered,
     parts_text,
+    prompt_results,
     refusal_text,
     usage_of,
 )
@@ -122,9 +122,7 @@ class _Parts:
 
     def __init__(self, chunk: Completion, choice: Choice | None) -> None:
         self.error = error_value(chunk.error)
-        prompt = chunk.prompt_filter_results
-        if not prompt or is_null(prompt):
-            prompt = chunk.prompt_annotations
+        prompt = prompt_results(chunk)
         self.prompt = raw_value(prompt) if prompt else None
         self.moderation = raw_value(chunk.moderation) if chunk.moderation else None
         given = choice.content_filter_results if choice is not None else None
