@@ -283,6 +283,9 @@ def _keys(struct: Any) -> list[str]:
     return [field.encode_name for field in msgspec.structs.fields(struct)]
 
 
+# The keys `filters.moderation_signals` reads in a moderation result.
+MODERATION_KEYS = ["type", "results", "categories", "flagged", "blocked", "action", "model"]
+
 # Every object the Structs read, and the keys they declare there (a filter's results are a
 # mapping whose keys `error` and `custom_blocklists` are special).
 DECLARED: list[tuple[tuple[Any, ...], list[str]]] = [
@@ -294,15 +297,15 @@ DECLARED: list[tuple[tuple[Any, ...], list[str]]] = [
     (("incomplete_details",), _keys(responses_schema.Incomplete)),
     (("usage",), _keys(responses_schema.ResponseUsage)),
     (("usage", "input_tokens_details"), _keys(responses_schema.TokenDetails)),
-    (("content_filters", 0), [*_keys(responses_schema.Filter), "source_type"]),
+    (("content_filters", 0), ["blocked", "content_filter_results", "source_type"]),
     (("content_filters", 0, "content_filter_results"), ["error", "custom_blocklists", "sexual"]),
     (
         ("content_filters", 0, "content_filter_results", "hate"),
-        _keys(responses_schema.FilterResult),
+        ["filtered", "detected", "severity"],
     ),
-    (("moderation",), _keys(responses_schema.Moderation)),
-    (("moderation", "input"), [*_keys(responses_schema.ModerationResult), "code"]),
-    (("moderation", "output"), [*_keys(responses_schema.ModerationResult), "message"]),
+    (("moderation",), ["input", "output"]),
+    (("moderation", "input"), [*MODERATION_KEYS, "code"]),
+    (("moderation", "output"), [*MODERATION_KEYS, "message"]),
 ]
 ADDED: list[Any] = [
     None,

@@ -47,11 +47,10 @@ from refusals.providers.openai_chat import (
     moderation_signals,
     stop_for,
 )
+from refusals.providers.openai_chat.filters import quiet
 from refusals.providers.openai_responses.schema import (
     Item,
     Response,
-    decode_filters,
-    decode_moderation,
     decode_response,
 )
 
@@ -245,12 +244,6 @@ PROVIDER_NAMES = frozenset(
 )
 
 
-# Azure `content_filters` and OpenAI `moderation` come as Raw and are read a second time:
-# through these Structs for the common case (nothing filtered, a moderation result that
-# blocked nothing), which `_fast_filters` and `_fast_moderation` map themselves; any other
-# case, or a value these Structs reject, goes to the dict reader's helper on the raw value.
-
-
 _NULL = msgspec.Raw(b"null")
 _NO_FILTERS: tuple[list[str], list[Detail]] = ([], [])
 _NO_MODERATION = ModerationSignals()
@@ -336,8 +329,10 @@ def to_response(body: Response, provider: str) -> LLMResponse:
         incomplete_reason=incomplete.reason if incomplete is not None else None,
         # `error` is null in all but failed responses: {} as `obj` reads null, not decoded.
         failure=obj(raw_value(body.error)) if body.error and body.error != _NULL else {},
-        filtered=_fast_filters(body.content_filters) if body.content_filters else _NO_FILTERS,
-        moderation=_fast_moderation(body.moderation) if body.moderation else _NO_MODERATION,
+        filtered=_filters_of(body.content_filters) if body.content_filters else _NO_FILTERS,
+        moderation=moderation_signals(raw_value(body.moderation))
+        if body.moderation
+        else _NO_MODERATION,
         usage=counts,
         model=model if model is not None and model.strip() else None,
         request_id=request_id if request_id is not None and request_id.strip() else None,
@@ -345,65 +340,9 @@ def to_response(body: Response, provider: str) -> LLMResponse:
     )
 
 
-def _fast_filters(value: Raw | Given) -> tuple[list[str], list[Detail]]:
-    """`_azure_content_filters` of a raw `content_filters` value."""
-    if isinstance(value, Given):
-        return _azure_content_filters(value.value)
-    try:
-        entries = decode_filters(value)
-    except FAST_FAILED:
-        return _azure_content_filters(raw_value(value))
-    for entry in entries or ():
-        if entry is None:
-            continue
-        results = entry.content_filter_results or {}
-        if entry.blocked is True or "error" in results or "custom_blocklists" in results:
-            return _azure_content_filters(raw_value(value))
-        for result in results.values():
-            if result is not None and (
-                result.filtered is True
-                or result.detected is True
-                or (result.severity is not None and result.severity != "safe")
-            ):
-                return _azure_content_filters(raw_value(value))
-    # Nothing blocked, filtered, detected or rated above safe: no category, no detail.
-    return _NO_FILTERS
-
-
-def _fast_moderation(value: Raw | Given) -> ModerationSignals:
-    """`moderation_signals` of a raw `moderation` value."""
-    if isinstance(value, Given):
-        return moderation_signals(value.value)
-    try:
-        moderation = decode_moderation(value)
-    except FAST_FAILED:
-        return moderation_signals(raw_value(value))
-    if moderation is None:
-        return _NO_MODERATION
-    details: list[Detail] = []
-    for source, result in (("input", moderation.input), ("output", moderation.output)):
-        if result is None:
-            continue
-        if (
-            result.type == "error"
-            or result.results
-            or result.blocked is not None
-            or result.action is not None
-        ):
-            # An error outcome, a list of results, or one that may say it blocked.
-            return moderation_signals(raw_value(value))
-        # One result per side, as Responses gives it, that blocked nothing: recorded
-        # when flagged or with a category, as `moderation_signals` records it.
-        categories = [name for name, flag in (result.categories or {}).items() if flag is True]
-        if result.flagged is not True and not categories:
-            continue
-        detail: JsonObject = {
-            "type": "moderation",
-            "source": source,
-            "flagged": result.flagged is True,
-            "categories": categories,
-        }
-        if result.model:
-            detail["model"] = result.model
-        details.append(orjson.dumps(detail).decode())
-    return ModerationSignals([], details) if details else _NO_MODERATION
+def _filters_of(value: Raw | Given) -> tuple[list[str], list[Detail]]:
+    """`_azure_content_filters` of a raw `content_filters` value; a report that certainly
+    says nothing (`filters.quiet`, the common case) is not decoded."""
+    if quiet(value):
+        return _NO_FILTERS
+    return _azure_content_filters(raw_value(value))

@@ -1,15 +1,14 @@
 """The OpenAI Responses wire (and Azure's), as msgspec Structs: the only description of it.
 
-Bodies (the Responses object), stream events, and the parts read only when present (Azure
-`content_filters`, OpenAI `moderation`). Bytes are decoded strictly; anything else goes
-through the shared lenient pass (`providers._lenient`) into the same Structs.
+Bodies (the Responses object) and stream events. Azure's `content_filters` and OpenAI's
+`moderation` stay `Raw`: `openai_chat.filters` reads them, as it does for Chat
+Completions. Bytes are decoded strictly; anything else goes through the shared lenient
+pass (`providers._lenient`) into the same Structs.
 https://platform.openai.com/docs/api-reference/responses/object,
 https://platform.openai.com/docs/api-reference/responses-streaming
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import msgspec
 
@@ -95,33 +94,3 @@ class Event(msgspec.Struct):
 
 
 decode_event = msgspec.json.Decoder(Event).decode
-
-
-class FilterResult(msgspec.Struct):
-    filtered: bool | None = None
-    detected: bool | None = None
-    severity: str | None = None
-
-
-class Filter(msgspec.Struct):
-    blocked: bool | None = None
-    content_filter_results: dict[str, FilterResult | None] | None = None
-
-
-class ModerationResult(msgspec.Struct):
-    type: str | None = None
-    results: Raw = NO_RAW
-    categories: dict[str, Any] | None = None
-    flagged: bool | None = None
-    blocked: bool | None = None
-    action: str | None = None
-    model: str | None = None
-
-
-class Moderation(msgspec.Struct):
-    input: ModerationResult | None = None
-    output: ModerationResult | None = None
-
-
-decode_filters = msgspec.json.Decoder(list[Filter | None] | None).decode
-decode_moderation = msgspec.json.Decoder(Moderation | None).decode
