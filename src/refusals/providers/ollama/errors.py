@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from refusals.model import ErrorKind, LLMResponse, ProviderError, StopDetails
-from refusals.providers import openai_chat
 from refusals.providers._common import (
     JsonObject,
     bounded_message,
@@ -20,6 +19,7 @@ from refusals.providers._common import (
 from refusals.providers._lenient import lenient
 from refusals.providers.ollama.response import API
 from refusals.providers.ollama.schema import Body, ErrorObject
+from refusals.providers.openai_chat.errors import classify_error, to_error
 
 _AUTH_MESSAGE = re.compile(r"unauthori[sz]ed|api key|forbidden", re.IGNORECASE)
 _INVALID_MESSAGE = re.compile(
@@ -50,21 +50,17 @@ def parse_error(body: JsonObject | str, status: int | None, provider: str) -> LL
         if isinstance(error, ErrorObject):  # an OpenAI-style body from Ollama's /v1 endpoints
             # OpenAI's policy codes (`invalid_prompt`, `content_filter`) are filters here
             # too; anything else keeps Ollama's own reading of the status.
-            if openai_chat.classify_error(payload, status).error.kind is ErrorKind.POLICY:
-                return openai_chat.parse_error(payload, status, provider)
-            fields = payload["error"]
+            verdict = classify_error(payload, status)
+            if verdict.error.kind is ErrorKind.POLICY:
+                return to_error(verdict, provider)
             text = error.message
-            code = _text(fields.get("code")) or _text(fields.get("type"))
+            code = error.code or error.type
     message = bounded_message(text)
     kind = _error_kind(status, message)
     stop = StopDetails(explanation=message) if message else None
     return error_response(
         ProviderError(kind, status, code, message), provider=provider, api=API, stop=stop
     )
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _error_kind(status: int | None, message: str | None) -> ErrorKind:

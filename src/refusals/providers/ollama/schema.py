@@ -34,6 +34,8 @@ class ErrorObject(msgspec.Struct, gc=False):
     """The OpenAI-style error of Ollama's `/v1` endpoints."""
 
     message: str | None = None
+    code: str | None = None
+    type: str | None = None
 
 
 class Body(ElsewhereKeys, gc=False):
