@@ -427,14 +427,16 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
             # reads it as Responses, and so does that module's fast path.
             result = openai_responses.parse_fast(payload, provider)
         return result
-    probe = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
     tried: list[WireFormat] = []
     last_needle, last = _last_fast[0]
-    if last_needle in probe:
+    # The needles are ASCII: a text payload is looked in as it is, not encoded first.
+    held = last_needle in payload if isinstance(payload, bytes) else last_needle.decode() in payload
+    if held:
         result = last.parse_fast(payload, None)
         if result is not None:
             return result
         tried.append(last)
+    probe = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
     for needle, module in _SNIFF:
         # A key can point at more than one format (Ollama's generate bodies have a
         # "response" key): a module that declines lets the next needle have its turn.
