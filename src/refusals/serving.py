@@ -104,6 +104,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def uvicorn_options(
+    log_level: str, lifespan: Literal["on", "off"], *, own_headers: bool
+) -> dict[str, Any]:
+    """The `uvicorn.Config` options every server of ours runs with, whatever the app."""
+    return {
+        "log_level": log_level,
+        "lifespan": lifespan,
+        "access_log": log_level in ("info", "debug"),
+        "timeout_graceful_shutdown": 2,
+        # A gateway passes the upstream's `server` and `date` on: no second copy of its
+        # own, and no X-Forwarded-For rewriting of who the client is.
+        "server_header": own_headers,
+        "date_header": own_headers,
+        "proxy_headers": own_headers,
+    }
+
+
 class BackgroundServer:
     """`app` served on `host:port` (port 0: a free one); use it as a context manager."""
 
@@ -142,15 +159,7 @@ class BackgroundServer:
             self.asgi,
             host=self.host,
             port=self._requested_port,
-            log_level=self._log_level,
-            lifespan=self._lifespan,
-            access_log=self._log_level in ("info", "debug"),
-            timeout_graceful_shutdown=2,
-            # A gateway passes the upstream's `server` and `date` on: no second copy of
-            # its own, and no X-Forwarded-For rewriting of who the client is.
-            server_header=self._own_headers,
-            date_header=self._own_headers,
-            proxy_headers=self._own_headers,
+            **uvicorn_options(self._log_level, self._lifespan, own_headers=self._own_headers),
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=self._name, daemon=True)

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,3 +120,32 @@ def recorded() -> Iterator[tuple[Recorded, BackgroundServer]]:
     upstream = Recorded()
     with BackgroundServer(upstream, name="recorded-upstream") as server:
         yield upstream, server
+
+
+@pytest.fixture(scope="package")
+def redis_url() -> Iterator[str]:
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip(
+            "redis-server is not installed (Debian's redis-server package; .ci/run installs it)"
+        )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(10)

@@ -5,12 +5,9 @@ by several proxies, Redis for replicas), and metrics a Prometheus server scrapes
 from __future__ import annotations
 
 import concurrent.futures
-import shutil
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,35 +180,6 @@ def test_metrics_are_scraped_in_prometheus_format(mock: MockServer, proxy: Proxy
 
 
 # --- Redis --------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    server = shutil.which("redis-server")
-    if server is None:
-        pytest.skip(
-            "redis-server is not installed (Debian's redis-server package; .ci/run installs it)"
-        )
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(10)
 
 
 def test_replicas_share_a_redis_store(

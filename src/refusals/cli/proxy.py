@@ -8,18 +8,26 @@ SIGTERM stops it cleanly (exit 0).
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
 import re
 import signal
 import sys
 import threading
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from refusals.cli._models import UsageError
-from refusals.serving import is_loopback
+from refusals.serving import is_loopback, uvicorn_options
+
+if TYPE_CHECKING:
+    from refusals.cli._config import Settings
+    from refusals.proxy import ProxyApp
 
 EXIT_USAGE = 2
 DEFAULT_LISTEN = "127.0.0.1:8787"
@@ -112,6 +120,11 @@ def parse_listen(text: str) -> tuple[str, int]:
     "--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0.1),
     help="Seconds to wait for an upstream's next byte.",
 )  # fmt: skip
+@click.option(
+    "--workers", default=1, show_default=True, type=click.IntRange(1, 256),
+    help="Processes serving the port; they share the store and the log, so a prompt "
+    "refused in one is blocked in all.",
+)  # fmt: skip
 @click.option("--allow-remote", is_flag=True, help="Allow a --listen host that is not loopback.")
 @click.option(
     "--log-level",
@@ -132,6 +145,7 @@ def proxy_command(
     log_max_bytes: str,
     log_backups: int,
     timeout: float,
+    workers: int,
     allow_remote: bool,
     log_level: str,
 ) -> None:
@@ -154,17 +168,25 @@ def proxy_command(
       refusals scan ~/.local/state/refusals/proxy-verdicts.jsonl
     """
     try:
-        _run(
-            listen=listen,
+        _require_aiohttp()
+        from refusals.proxy import default_state_dir  # noqa: PLC0415 - needs aiohttp
+
+        state = state_dir or default_state_dir()
+        options = ProxyOptions(
             upstream_specs=upstream_specs or DEFAULT_UPSTREAMS,
             window=parse_duration(window),
             store_spec=store_spec,
-            state_dir=state_dir,
-            log_file=None if no_log else log_file,
-            with_log=not no_log,
+            state_dir=str(state),
+            log_path=None if no_log else str(log_file or state / "proxy-verdicts.jsonl"),
             log_max_bytes=parse_size(log_max_bytes),
             log_backups=log_backups,
             timeout=timeout,
+            workspace=str(Path.cwd()),
+        )
+        _run(
+            listen=listen,
+            options=options,
+            workers=workers,
             allow_remote=allow_remote,
             log_level=log_level,
         )
@@ -172,47 +194,60 @@ def proxy_command(
         _fail(str(exc))
 
 
-def _run(
-    *,
-    listen: str,
-    upstream_specs: tuple[str, ...],
-    window: float,
-    store_spec: str | None,
-    state_dir: Path | None,
-    log_file: Path | None,
-    with_log: bool,
-    log_max_bytes: int,
-    log_backups: int,
-    timeout: float,
-    allow_remote: bool,
-    log_level: str,
-) -> None:
+def _require_aiohttp() -> None:
     try:
         import aiohttp  # noqa: F401, PLC0415 - the proxy's upstream client
     except ImportError:
         raise UsageError(
             "the proxy needs aiohttp, its upstream client: pip install 'refusals[proxy]'"
         ) from None
+
+
+WORKER_ENV = "REFUSALS_PROXY_WORKER"
+"""Carries the options to each `--workers` process (spawned, so nothing else is shared)."""
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """What builds one proxy app; a `--workers` process builds its own from these."""
+
+    upstream_specs: tuple[str, ...]
+    window: float
+    store_spec: str | None
+    state_dir: str
+    log_path: str | None
+    """None: no verdict log."""
+    log_max_bytes: int
+    log_backups: int
+    timeout: float
+    workspace: str
+    """Where `refusals.toml` is looked for."""
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> ProxyOptions:
+        data = json.loads(text)
+        data["upstream_specs"] = tuple(data["upstream_specs"])
+        return cls(**data)
+
+
+def build_app(options: ProxyOptions) -> tuple[ProxyApp, Settings]:
+    """The app the options describe, with the settings it read; `UsageError` names what
+    is wrong."""
     from refusals.cli._config import load_settings  # noqa: PLC0415 - loaded when it runs
     from refusals.proxy import (  # noqa: PLC0415
         ProxyApp,
-        ProxyServer,
         RedisStore,
         StoreError,
         VerdictLog,
-        default_state_dir,
         open_store,
         parse_upstream,
     )
 
-    host, port = parse_listen(listen)
-    if not is_loopback(host) and not allow_remote:
-        raise UsageError(
-            f"--listen {host} is not a loopback address, and the proxy forwards the keys "
-            "it is sent to anyone who can reach it; add --allow-remote to bind it anyway"
-        )
     upstreams = []
-    for spec in upstream_specs:
+    for spec in options.upstream_specs:
         try:
             upstreams.append(parse_upstream(spec))
         except ValueError as exc:
@@ -220,30 +255,66 @@ def _run(
     names = [u.name for u in upstreams]
     if len(set(names)) != len(names):
         raise UsageError(f"--upstream names one provider twice: {', '.join(names)}")
-    settings = load_settings(Path.cwd())
-    state = state_dir or default_state_dir()
+    settings = load_settings(Path(options.workspace))
     try:
-        store = open_store(store_spec, state)
+        store = open_store(options.store_spec, Path(options.state_dir))
         if isinstance(store, RedisStore):
             store.check()
     except StoreError as exc:
         raise UsageError(str(exc)) from None
     log = None
-    if with_log:
-        path = log_file or state / "proxy-verdicts.jsonl"
+    if options.log_path is not None:
         try:
-            log = VerdictLog(path, log_max_bytes, log_backups)
+            log = VerdictLog(Path(options.log_path), options.log_max_bytes, options.log_backups)
         except OSError as exc:
-            raise UsageError(f"cannot open the log {path} ({exc.strerror})") from None
+            raise UsageError(f"cannot open the log {options.log_path} ({exc.strerror})") from None
     app = ProxyApp(
         upstreams,
         store,
-        window=window,
+        window=options.window,
         policy=settings.policy,
         fallback_models=settings.fallback_models or (),
         log=log,
-        timeout=timeout,
+        timeout=options.timeout,
     )
+    return app, settings
+
+
+def worker_app() -> ProxyApp:
+    """The app of one `--workers` process (uvicorn's factory), from `WORKER_ENV`."""
+    return build_app(ProxyOptions.from_env(os.environ[WORKER_ENV]))[0]
+
+
+def _run(
+    *,
+    listen: str,
+    options: ProxyOptions,
+    workers: int,
+    allow_remote: bool,
+    log_level: str,
+) -> None:
+    from refusals.proxy import ProxyServer  # noqa: PLC0415
+
+    host, port = parse_listen(listen)
+    if not is_loopback(host) and not allow_remote:
+        raise UsageError(
+            f"--listen {host} is not a loopback address, and the proxy forwards the keys "
+            "it is sent to anyone who can reach it; add --allow-remote to bind it anyway"
+        )
+    app, settings = build_app(options)
+    if workers > 1:
+        # Checked here, once; each worker opens its own store and log.
+        asyncio.run(app.aclose())
+        _serve_workers(
+            app,
+            options=options,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            settings=settings,
+        )
+        return
     server = ProxyServer(app, host=host, port=port, log_level=log_level)
     try:
         server.start()
@@ -256,17 +327,67 @@ def _run(
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    click.echo(server.base_url)
-    for upstream in upstreams:
-        click.echo(f"  {upstream.name:<12} -> {upstream.url}", err=True)
-    click.echo(f"  store: {store.describe()}; window {window:g}s", err=True)
-    click.echo(f"  log:   {log.path if log is not None else 'off'}", err=True)
-    if settings.policy is not None:
-        click.echo(f"  policy from {settings.sources[0]}", err=True)
-    click.echo("Proxying; Ctrl-C stops it. Set-up for tools: docs/proxy.md", err=True)
-    sys.stdout.flush()
+    _banner(server.base_url, app, options, settings, workers)
     try:
         while not stop.wait(0.5):
             pass
     finally:
         server.stop()
+
+
+def _banner(
+    url: str, app: ProxyApp, options: ProxyOptions, settings: Settings, workers: int
+) -> None:
+    click.echo(url)
+    for upstream in app.upstreams.values():
+        click.echo(f"  {upstream.name:<12} -> {upstream.url}", err=True)
+    click.echo(f"  store: {app.store.describe()}; window {options.window:g}s", err=True)
+    click.echo(f"  log:   {options.log_path or 'off'}", err=True)
+    if workers > 1:
+        click.echo(f"  workers: {workers} processes, one store and one log", err=True)
+    if settings.policy is not None:
+        click.echo(f"  policy from {settings.sources[0]}", err=True)
+    click.echo("Proxying; Ctrl-C stops it. Set-up for tools: docs/proxy.md", err=True)
+    sys.stdout.flush()
+
+
+def _serve_workers(
+    app: ProxyApp,
+    *,
+    options: ProxyOptions,
+    host: str,
+    port: int,
+    workers: int,
+    log_level: str,
+    settings: Settings,
+) -> None:
+    """`workers` processes serving one socket, under uvicorn's supervisor (it restarts a
+    worker that dies; Ctrl-C or SIGTERM stops them all)."""
+    import uvicorn  # noqa: PLC0415
+    from uvicorn.config import STARTUP_FAILURE  # noqa: PLC0415
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
+
+    os.environ[WORKER_ENV] = options.to_env()
+    config = uvicorn.Config(
+        f"{__name__}:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        **uvicorn_options(log_level, "on", own_headers=False),
+    )
+    try:
+        sock = config.bind_socket()
+    except SystemExit:
+        # uvicorn logs why and exits 1; the reason is in its log line above.
+        raise UsageError(f"cannot listen on {host}:{port}") from None
+    # Listening from now on: a connection made before the workers are up waits for one.
+    sock.listen(config.backlog)
+    bound = sock.getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    _banner(f"http://{shown}:{bound[1]}", app, options, settings, workers)
+    supervisor = Multiprocess(config, sockets=[sock])
+    supervisor.run()
+    sock.close()
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        raise UsageError("a worker could not start; run without --workers to see why")

@@ -14,8 +14,10 @@ came and are never logged.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +61,10 @@ BLOCKED_HEADER = "x-refusals-resend-blocked"
 CUT_WINDOW = 60.0
 """Seconds a request whose answer broke off (bytes but no verdict) is not sent again."""
 FALLBACK_HEADER = "x-refusals-fallback-from"
+CLAIM_SECONDS = 120.0
+"""How long a prompt in flight is held for this process: an identical request in another
+process waits for its answer at most this long (a longer stream lets it go after that)."""
+_CLAIM_POLL_SECONDS = 0.02
 CONTROL_PREFIX = "/_refusals/"
 
 # Hop-by-hop headers (RFC 9110 7.6.1) and those the HTTP client sets itself.
@@ -243,6 +249,8 @@ class ProxyApp:
         )
         self._client: aiohttp.ClientSession | None = None
         self._inflight: dict[str, asyncio.Event] = {}
+        # Names this app's claims in the shared store (other workers, other replicas).
+        self._owner = f"{os.getpid()}:{uuid.uuid4().hex}"
         # Requests whose answer broke off after bytes arrived, with no verdict: the model
         # ran and may have refused, so they are not sent again for a while (this process).
         self._cut: dict[str, tuple[float, int]] = {}
@@ -305,7 +313,8 @@ class ProxyApp:
             await _plain(send, 200, text, "text/plain; version=0.0.4; charset=utf-8")
             return
         if path == CONTROL_PREFIX + "health":
-            await _json(send, 200, {"ok": True, "upstreams": sorted(self.upstreams)})
+            health = {"ok": True, "upstreams": sorted(self.upstreams), "pid": os.getpid()}
+            await _json(send, 200, health)
         elif path == CONTROL_PREFIX + "stats":
             await _json(send, 200, self.metrics.stats())
         else:
@@ -350,10 +359,34 @@ class ProxyApp:
         if call.key is None:
             await self._forward(send, method=method, call=call, query=query, headers=headers)
             return
-        waited = self._inflight.get(call.key)
+        key = call.key
+        waited = self._inflight.get(key)
         if waited is not None:
             # The same prompt is on its way upstream now: its answer decides this one.
             await waited.wait()
+        claimed = await self._claim(key)
+        try:
+            await self._send_keyed(send, method=method, call=call, query=query, headers=headers)
+        finally:
+            if claimed:
+                await self.store.release(key, self._owner)
+
+    async def _claim(self, key: str) -> bool:
+        """Claims `key` in the shared store before it is sent; while another process holds
+        it, waits for that answer (True once claimed; False when a refusal was recorded
+        meanwhile or the other claim outlived `CLAIM_SECONDS`)."""
+        deadline = time.monotonic() + CLAIM_SECONDS
+        while not await self.store.claim(key, self._owner, CLAIM_SECONDS):
+            if await self.store.get(key) is not None or time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(_CLAIM_POLL_SECONDS)
+        return True
+
+    async def _send_keyed(
+        self, send: Send, *, method: str, call: _Call, query: str, headers: list[tuple[str, str]]
+    ) -> None:
+        """A call with a fingerprint: replayed, rerouted or forwarded."""
+        assert call.key is not None
         blocked = await self.store.get(call.key)
         cut = self._cut.get(call.key)
         if blocked is None and cut is not None:

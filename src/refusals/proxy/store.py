@@ -5,6 +5,10 @@ state directory, in WAL mode, so several proxy workers on one machine see each o
 refusals at once. `RedisStore` (`--store redis://...`, the `refusals[redis]` extra)
 serves replicas on several machines. An entry lives for the proxy's window and then
 expires: a prompt refused a day ago may be tried again.
+
+Both also hold claims on prompts in flight: the process that sends a prompt upstream
+claims it first, and an identical request in another process (a worker beside it, a
+replica) waits for that answer instead of sending the prompt a second time.
 """
 
 from __future__ import annotations
@@ -80,6 +84,15 @@ class FingerprintStore(Protocol):
 
     async def put(self, entry: Blocked, window: float) -> None: ...
 
+    async def claim(self, key: str, owner: str, ttl: float) -> bool:
+        """Whether `owner` now holds the prompt `key` in flight (for at most `ttl`
+        seconds): False while another owner's claim holds."""
+        ...
+
+    async def release(self, key: str, owner: str) -> None:
+        """Ends `owner`'s claim on `key` (nothing when another owner holds it)."""
+        ...
+
     async def close(self) -> None: ...
 
     def describe(self) -> str:
@@ -120,6 +133,10 @@ class SQLiteStore:
                 "CREATE TABLE IF NOT EXISTS blocked ("
                 " key TEXT PRIMARY KEY, expires REAL NOT NULL, entry BLOB NOT NULL)"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS inflight ("
+                " key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the fingerprint store {self.path}: {exc}") from None
         self._lock = threading.Lock()
@@ -147,6 +164,23 @@ class SQLiteStore:
                 # Expired rows are never read again; drop them now and then.
                 self._db.execute("DELETE FROM blocked WHERE expires <= ?", (now,))
 
+    async def claim(self, key: str, owner: str, ttl: float) -> bool:
+        now = time.time()
+        with self._lock:
+            # One statement, so atomic across processes: a new claim, or one taking over
+            # an expired claim (its owner died or overran); a live claim stays.
+            cursor = self._db.execute(
+                "INSERT INTO inflight (key, owner, expires) VALUES (?, ?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET owner = excluded.owner,"
+                " expires = excluded.expires WHERE inflight.expires <= ?",
+                (key, owner, now + ttl, now),
+            )
+            return cursor.rowcount == 1
+
+    async def release(self, key: str, owner: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM inflight WHERE key = ? AND owner = ?", (key, owner))
+
     async def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -156,6 +190,12 @@ class RedisStore:
     """Refused prompts in Redis, for proxy replicas on several machines."""
 
     PREFIX = "refusals:proxy:blocked:"
+    CLAIMS = "refusals:proxy:inflight:"
+    # Deletes a claim only while its owner holds it, in one step on the server.
+    _RELEASE = (
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end "
+        "return 0"
+    )
 
     def __init__(self, url: str) -> None:
         try:
@@ -191,6 +231,13 @@ class RedisStore:
 
     async def put(self, entry: Blocked, window: float) -> None:
         await self._client.set(self.PREFIX + entry.key, entry.to_bytes(), px=int(window * 1000))
+
+    async def claim(self, key: str, owner: str, ttl: float) -> bool:
+        taken = await self._client.set(self.CLAIMS + key, owner, nx=True, px=int(ttl * 1000))
+        return bool(taken)
+
+    async def release(self, key: str, owner: str) -> None:
+        await self._client.eval(self._RELEASE, 1, self.CLAIMS + key, owner)
 
     async def close(self) -> None:
         await self._client.aclose()
