@@ -85,7 +85,7 @@ def test_without_aiohttp_the_error_names_the_extra() -> None:
     )
 
 
-def test_the_policy_of_refusals_toml_routes_a_resend(tmp_path: Path) -> None:
+def test_the_policy_of_refusals_toml_routes_a_refusal(tmp_path: Path) -> None:
     # OpenAI refusals carry no category: the rule for the kind applies.
     (tmp_path / "refusals.toml").write_text('[policy]\nrefusal = "fallback:mock:mock-answer"\n')
     with MockServer() as mock:
@@ -104,8 +104,12 @@ def test_the_policy_of_refusals_toml_routes_a_resend(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             _, err = proc.communicate(timeout=15)
-        assert first.json()["choices"][0]["message"]["refusal"]
-        assert second.headers["x-refusals-fallback-from"] == "mock-refusal"
-        assert second.json()["choices"][0]["message"]["content"]
-        assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-answer"]
+        for reply in (first, second):
+            assert reply.headers["x-refusals-fallback-from"] == "mock-refusal"
+            assert reply.json()["choices"][0]["message"]["content"]
+        assert [r.model for r in mock.app.requests] == [
+            "mock-refusal",
+            "mock-answer",
+            "mock-answer",
+        ]
         assert f"policy from {tmp_path / 'refusals.toml'}" in err

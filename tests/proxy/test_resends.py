@@ -226,19 +226,36 @@ def test_the_window_ends(mock: MockServer, make_proxy: MakeProxy) -> None:
     assert mock.app.count() == 2
 
 
-def test_policy_routes_a_resend_to_the_fallback_model(
+def test_policy_routes_a_refusal_to_the_fallback_model(
     mock: MockServer, make_proxy: MakeProxy
 ) -> None:
+    # A whole body is held until its verdict: the first refusal already goes to the
+    # fallback, and the client sees only the fallback's answer.
     policy = BlockPolicy({"cyber": Rule("fallback", "anthropic:mock-answer")})
     proxy = make_proxy(Upstream("mock", mock.base_url), policy=policy)
     client = _anthropic(proxy)
-    first = client.messages.create(model="mock-refusal", max_tokens=64, messages=USER)
-    assert first.stop_reason == "refusal"
-    raw = client.messages.with_raw_response.create(
-        model="mock-refusal", max_tokens=64, messages=USER
-    )
-    assert raw.parse().stop_reason == "end_turn"
-    assert raw.headers[FALLBACK_HEADER] == "mock-refusal"
+    for _ in range(2):
+        raw = client.messages.with_raw_response.create(
+            model="mock-refusal", max_tokens=64, messages=USER
+        )
+        assert raw.parse().stop_reason == "end_turn"
+        assert raw.headers[FALLBACK_HEADER] == "mock-refusal"
+    # The refused prompt reached the server once; its resend went straight to the fallback.
+    assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-answer", "mock-answer"]
+
+
+def test_policy_routes_a_streamed_refusal_on_its_resend(
+    mock: MockServer, make_proxy: MakeProxy
+) -> None:
+    # A stream's bytes are forwarded as they come, so its refusal is shown as it is; the
+    # resend goes to the fallback.
+    policy = BlockPolicy({"cyber": Rule("fallback", "anthropic:mock-answer")})
+    proxy = make_proxy(Upstream("mock", mock.base_url), policy=policy)
+    client = _anthropic(proxy)
+    with client.messages.stream(model="mock-refusal", max_tokens=64, messages=USER) as stream:
+        assert stream.get_final_message().stop_reason == "refusal"
+    with client.messages.stream(model="mock-refusal", max_tokens=64, messages=USER) as stream:
+        assert stream.get_final_message().stop_reason == "end_turn"
     assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-answer"]
 
 

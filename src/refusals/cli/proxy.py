@@ -156,8 +156,8 @@ def proxy_command(
     came (credentials untouched, never logged), streams as they arrive, and reads every
     answer on the fly. A resend of a refused prompt (same model and messages, within
     --window) is answered with the provider's own refusal and the header
-    `x-refusals-resend-blocked: true`. The [policy] of refusals.toml can route a resend
-    to a fallback model instead. Set-up for Codex, Claude Code, Gemini CLI: docs/proxy.md.
+    `x-refusals-resend-blocked: true`. The [policy] of refusals.toml can route a refused
+    call to a fallback model instead. Set-up for Codex, Claude Code, Gemini CLI: docs/proxy.md.
 
     \b
     Examples:

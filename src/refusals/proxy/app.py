@@ -208,6 +208,8 @@ class _Answer:
     complete: bool = False
     overflow: bool = False
     received: int = 0
+    entry: Blocked | None = None
+    """The refusal as stored, once the answer was one."""
 
 
 class ProxyApp:
@@ -482,6 +484,16 @@ class ProxyApp:
         rerouted.provider = call.provider
         return rerouted
 
+    def _may_reroute(self, call: _Call) -> bool:
+        """Whether a refusal of this call could go to a fallback model (one hop: a
+        fallback's own refusal is answered as it is)."""
+        return (
+            self.policy is not None
+            and call.decoded is not None
+            and call.wire is not None
+            and call.fallback_from is None
+        )
+
     def _fallback_model(self, rule: Rule, call: _Call) -> str | None:
         if rule.action != "fallback":
             return None  # `stop`, and `ask` (there is nobody to ask at a gateway)
@@ -579,25 +591,31 @@ class ProxyApp:
         out_headers = [(k, v) for k, v in answer.headers if k not in _HOP or k == "content-length"]
         if call.fallback_from is not None:
             out_headers.append((FALLBACK_HEADER, call.fallback_from))
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status,
-                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers],
-            }
-        )
+        start = {
+            "type": "http.response.start",
+            "status": answer.status,
+            "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers],
+        }
         broken = False
         # A whole body's last chunk is held until its verdict is stored and logged: once
         # a client has its answer, a resend right after it is already blocked. (A stream
         # ends with the chunked terminator, sent after the verdict all the same.)
         hold = inspect and not answer.streamed
+        # When the policy may send a refusal to a fallback model, a whole body is held
+        # entire: a refused one is then never shown, the fallback's answer is.
+        whole = hold and self._may_reroute(call)
+        if not whole:
+            await send(start)
         held = b""
+        parts: list[bytes] = []  # the whole body, when it is held entire
         try:
             async for chunk in response.content.iter_any():
                 if answer.first_byte is None:
                     answer.first_byte = time.perf_counter()
                 answer.received += len(chunk)
-                if hold:
+                if whole:
+                    parts.append(chunk)
+                elif hold:
                     if held:
                         await send({"type": "http.response.body", "body": held, "more_body": True})
                     held = chunk
@@ -617,6 +635,16 @@ class ProxyApp:
             response.release()
         if inspect:
             await self._conclude(call, answer, decoder)
+        if whole and not broken and answer.entry is not None:
+            rerouted = self._reroute(call, answer.entry)
+            if rerouted is not None:
+                await self._forward(
+                    send, method=method, call=rerouted, query=query, headers=headers
+                )
+                return
+        if whole:
+            await send(start)
+            held = b"".join(parts)
         if broken:
             if held:
                 await send({"type": "http.response.body", "body": held, "more_body": True})
@@ -741,6 +769,7 @@ class ProxyApp:
             output_tokens=record.output_tokens,
             recorded_at=time.time(),
         )
+        answer.entry = entry
         try:
             await self.store.put(entry, self.window)
         except Exception as exc:
