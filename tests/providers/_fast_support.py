@@ -47,6 +47,10 @@ class _Declines:
     def parse_fast(data: bytes | str, provider: str | None) -> None:
         return None
 
+    @staticmethod
+    def parse_plain(data: bytes | str, provider: str | None) -> None:
+        return None
+
 
 def _no_fast(payload: bytes | str, provider: str | None) -> None:
     return None

@@ -383,6 +383,9 @@ _SEED_LINES = [
     orjson.dumps(_openai(_wrapped(CHAT_REFUSAL))),
     orjson.dumps(_anthropic({"type": "succeeded", "message": ANTHROPIC_REFUSAL})),
     orjson.dumps(GEMINI_BLOCKED),
+    # Plain answers, which a scan that keeps no records counts from their verdict alone.
+    orjson.dumps(_openai(_wrapped(CHAT_STOP))),
+    orjson.dumps(_anthropic({"type": "succeeded", "message": ANTHROPIC_STOP})),
 ]
 
 

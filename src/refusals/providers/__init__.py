@@ -29,8 +29,10 @@ from refusals.providers import (
     openai_responses,
 )
 from refusals.providers._common import (
+    NOT_PLAIN,
     JsonObject,
     NormalizeError,
+    Plain,
     json_text,
     key_names,
     type_name,
@@ -46,6 +48,7 @@ __all__ = [
     "decode_payload",
     "detect",
     "normalize",
+    "plain_verdict",
     "provider_for_url",
     "stream_decoder_for",
 ]
@@ -410,8 +413,36 @@ _last_fast: list[tuple[bytes, WireFormat]] = [(b'"stop_reason"', anthropic)]
 body holds that key (a module's decode costs more than looking for its key)."""
 
 
+def plain_verdict(payload: bytes | str, provider: str | None = None) -> Plain | None:
+    """`(provider, model, finish_reason)` of `normalize(payload, provider)` when that is a
+    plain answer (stop, length or tool calls, without an error, details or a fallback),
+    without building the response; None when the body must be read whole for its
+    verdict. For counting logs, where most records are plain answers."""
+    verdict: Plain | None = _first(payload, provider, _parse_plain)
+    return verdict if verdict is not None and verdict is not NOT_PLAIN else None
+
+
+def _parse_fast(module: WireFormat, payload: bytes | str, provider: str | None) -> Any:
+    return module.parse_fast(payload, provider)
+
+
+def _parse_plain(module: WireFormat, payload: bytes | str, provider: str | None) -> Any:
+    return module.parse_plain(payload, provider)
+
+
 def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response from a module's typed fast path, or None to take the dict path."""
+    response: LLMResponse | None = _first(payload, provider, _parse_fast)
+    return response
+
+
+def _first(
+    payload: bytes | str,
+    provider: str | None,
+    read: Callable[[WireFormat, bytes | str, str | None], Any],
+) -> Any:
+    """What `read` answers for the module that takes the body: a typed fast path, whose
+    None declines (the next module whose key the body holds is asked)."""
     if provider is not None:
         module = _FAST_BY_PROVIDER.get(provider)
         if module is None:
@@ -421,18 +452,18 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
                 b'"choices"' in payload if isinstance(payload, bytes) else '"choices"' in payload
             )
             module = openai_chat if choices else ollama
-        result = module.parse_fast(payload, provider)
+        result = read(module, payload, provider)
         if result is None and module is openai_chat and provider in _CHAT_COMPATIBLE:
             # A Responses body sent with a chat vendor's name (`azure`…): `_module_for`
             # reads it as Responses, and so does that module's fast path.
-            result = openai_responses.parse_fast(payload, provider)
+            result = read(openai_responses, payload, provider)
         return result
     tried: list[WireFormat] = []
     last_needle, last = _last_fast[0]
     # The needles are ASCII: a text payload is looked in as it is, not encoded first.
     held = last_needle in payload if isinstance(payload, bytes) else last_needle.decode() in payload
     if held:
-        result = last.parse_fast(payload, None)
+        result = read(last, payload, None)
         if result is not None:
             return result
         tried.append(last)
@@ -441,7 +472,7 @@ def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
         # A key can point at more than one format (Ollama's generate bodies have a
         # "response" key): a module that declines lets the next needle have its turn.
         if module not in tried and needle in probe:
-            result = module.parse_fast(payload, None)
+            result = read(module, payload, None)
             if result is not None:
                 _last_fast[0] = (needle, module)
                 return result

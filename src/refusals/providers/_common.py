@@ -46,6 +46,32 @@ FAST_FAILED = (msgspec.DecodeError, orjson.JSONDecodeError, RecursionError, Unic
 raises RecursionError on deep nesting, even in a value it skips, and UnicodeEncodeError on
 text that holds a lone surrogate (it encodes text to UTF-8 first)."""
 
+Plain = tuple[str, str | None, FinishReason]
+"""The verdict on a plain answer: (provider, model, finish reason)."""
+
+NOT_PLAIN: Plain = ("", None, FinishReason.ERROR)
+"""`parse_plain`'s answer for a body of its format that is not a plain answer (refused,
+filtered, an error, or anything the verdict alone cannot tell): read it whole."""
+
+PLAIN_FINISHES = frozenset({FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS})
+"""The finish reasons of a plain answer."""
+
+
+def plain_of(response: LLMResponse | None) -> Plain | None:
+    """`parse_plain` from `parse_fast`'s response, for a format read too rarely for a
+    verdict of its own: plain without an error, usage iterations or details."""
+    if response is None:
+        return None
+    if (
+        response.finish_reason not in PLAIN_FINISHES
+        or response.error is not None
+        or response.reasoning_details
+        or (response.usage is not None and response.usage.iterations)
+    ):
+        return NOT_PLAIN
+    return response.provider or "", response.model, response.finish_reason
+
+
 Raw = msgspec.Raw
 NO_RAW = msgspec.Raw(b"")
 """Default of a Raw field: `not value` when the key was absent."""

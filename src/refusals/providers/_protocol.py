@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from refusals.model import LLMResponse
-from refusals.providers._common import JsonObject
+from refusals.providers._common import JsonObject, Plain
 from refusals.stream import WireDecoder
 
 
@@ -49,6 +49,12 @@ class WireFormat(Protocol):
     def parse_fast(self, data: bytes | str, provider: str | None) -> LLMResponse | None:
         """A well-typed body read through Structs: exactly `parse_response`'s result on
         what detection would pick, or None to take the dict path (see `_common`)."""
+        ...
+
+    def parse_plain(self, data: bytes | str, provider: str | None) -> Plain | None:
+        """The verdict `parse_fast` would give, without building the response, when the
+        body is a plain answer; `NOT_PLAIN` when it is this format's but not plain (or
+        not certainly); None exactly when `parse_fast` answers None."""
         ...
 
     def parse_error(self, body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:

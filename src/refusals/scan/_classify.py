@@ -25,7 +25,8 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
-from refusals.providers import NormalizeError, normalize
+from refusals.providers import NormalizeError, normalize, plain_verdict
+from refusals.providers._common import Plain
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
 from refusals.scan._summary import Summary, Tally
@@ -596,12 +597,10 @@ class Classifier:
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
 
-    def read_line(self, line: bytes) -> TypedRead | None:
-        """The typed path: the response in a raw line, its custom id and its layout, or
-        None when the line must take the dict path (`classify(orjson.loads(line), n)`).
-
-        Call it from the frame that made the classifier or a deeper one (see
-        `deep_nesting_refused`).
+    def _envelope(self, line: bytes) -> tuple[_Envelope, str] | None:
+        """The typed envelope of a raw line and its layout (`openai-batch`,
+        `anthropic-batch`, or the file's own for a bare body), or None when the line
+        must take the dict path. Raises what msgspec raises on a line it does not read.
         """
         if not self.typed:
             return None
@@ -610,33 +609,73 @@ class Classifier:
             line, self._deep_refused
         ):
             return None
-        try:
-            envelope = _decode_envelope(line)
-            layout = self.layout
-            if not self.forced:
-                # `Classifier._shape`, on the typed envelope.
-                if envelope.custom_id is not UNSET:
-                    if envelope.result is not UNSET:
-                        return _anthropic_batch_typed(envelope)
-                    if envelope.response is not UNSET or envelope.error is not UNSET:
-                        return _openai_batch_typed(envelope)
-                kind = envelope.type
-                if type(kind) is str and (
-                    kind in _EXEC_TYPES
-                    or kind == "refusal"
-                    or kind.startswith("item.")
-                    or kind == PROXY_VERDICT
-                ):
-                    # Exec events are stateful, proxy lines hold their verdict: the dict
-                    # path reads both.
-                    return None
-                layout = "json" if layout == "json" else "jsonl"
-            elif layout == "openai-batch":
-                return _openai_batch_typed(envelope)
-            elif layout == "anthropic-batch":
-                return _anthropic_batch_typed(envelope)
+        envelope = _decode_envelope(line)
+        layout = self.layout
+        if self.forced:
             # A file of exec events is read the dict way throughout (see `__init__`).
+            return envelope, layout
+        # `Classifier._shape`, on the typed envelope.
+        if envelope.custom_id is not UNSET:
+            if envelope.result is not UNSET:
+                return envelope, "anthropic-batch"
+            if envelope.response is not UNSET or envelope.error is not UNSET:
+                return envelope, "openai-batch"
+        kind = envelope.type
+        if type(kind) is str and (
+            kind in _EXEC_TYPES
+            or kind == "refusal"
+            or kind.startswith("item.")
+            or kind == PROXY_VERDICT
+        ):
+            # Exec events are stateful, proxy lines hold their verdict: the dict path
+            # reads both.
+            return None
+        return envelope, "json" if layout == "json" else "jsonl"
+
+    def read_line(self, line: bytes) -> TypedRead | None:
+        """The typed path: the response in a raw line, its custom id and its layout, or
+        None when the line must take the dict path (`classify(orjson.loads(line), n)`).
+
+        Call it from the frame that made the classifier or a deeper one (see
+        `deep_nesting_refused`).
+        """
+        try:
+            found = self._envelope(line)
+            if found is None:
+                return None
+            envelope, layout = found
+            if layout == "openai-batch":
+                return _openai_batch_typed(envelope)
+            if layout == "anthropic-batch":
+                return _anthropic_batch_typed(envelope)
             return normalize(line), None, layout
+        except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
+            return None
+
+    def _plain(self, line: bytes) -> Plain | None:
+        """`plain_verdict` of the response in a raw line, when it is a plain answer
+        (`read_line` would give a response of that verdict); None to read it whole."""
+        try:
+            found = self._envelope(line)
+            if found is None:
+                return None
+            envelope, layout = found
+            if layout == "openai-batch":
+                wrapped = envelope.response
+                if type(wrapped) is not _Response:
+                    return None
+                status = wrapped.status_code
+                data = bytes(wrapped.body)
+                if data[:1] != b"{" or (status is not None and status >= 400):
+                    return None
+                return plain_verdict(data)
+            if layout == "anthropic-batch":
+                result = envelope.result
+                if type(result) is not _Result or result.type != "succeeded":
+                    return None
+                message = bytes(result.message)
+                return plain_verdict(message, "anthropic") if message[:1] == b"{" else None
+            return plain_verdict(line)
         except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
             return None
 
@@ -645,11 +684,18 @@ class Classifier:
         as `summary.add(record_from_response(...))` would, and answer True; or answer
         False when the line must take the dict path.
 
-        Most responses are neither refused nor filtered, and are counted in `tally`
-        (add it to `summary` at the end); the others need their category, stage, tokens
-        and explanation, and are added to `summary` (without the notice, which no count
-        reads).
+        Most responses are plain answers, counted in `tally` from their verdict alone
+        (add it to `summary` at the end); the others are read whole, and the blocked
+        ones need their category, stage, tokens and explanation, so they are added to
+        `summary` (without the notice, which no count reads).
         """
+        counts = tally.counts
+        plain = self._plain(line)
+        key: tuple[str | None, str | None, FinishReason, bool]
+        if plain is not None:
+            key = (plain[0], plain[1], plain[2], False)
+            counts[key] = counts.get(key, 0) + 1
+            return True
         found = self.read_line(line)
         if found is None:
             return False
@@ -666,7 +712,6 @@ class Classifier:
         else:
             fallback = _served_by_fallback(response)
         key = (response.provider, response.model, finish, fallback)
-        counts = tally.counts
         counts[key] = counts.get(key, 0) + 1
         return True
 

@@ -267,8 +267,14 @@ def _load(fixture: str, root: Path) -> Any:
 
 def _with_id(body: Any, index: int) -> Any:
     # Real logs never repeat a response id; the classifier must not care either way.
-    if isinstance(body, dict) and isinstance(body.get("id"), str):
-        return {**body, "id": f"{body['id']}-{index}"}
+    if not isinstance(body, dict):
+        return body
+    for key in ("id", "responseId"):  # Gemini's is `responseId`
+        if isinstance(body.get(key), str):
+            return {**body, key: f"{body[key]}-{index}"}
+    metrics = body.get("metrics")
+    if isinstance(metrics, dict) and "latencyMs" in metrics:  # Bedrock has no id
+        return {**body, "metrics": {**metrics, "latencyMs": index}}
     return body
 
 
@@ -526,7 +532,8 @@ def write_bench_file(
     path: str | os.PathLike[str], target_bytes: int, *, seed: int = 0, root: Path = FIXTURES
 ) -> Truth:
     """A plain JSONL file of about `target_bytes`: OpenAI Batch, Anthropic results and
-    mixed provider responses interleaved, as a gateway log of batch jobs looks."""
+    mixed provider responses interleaved, as a gateway log of batch jobs looks; every
+    line unique, about 5% of them refused or filtered."""
     rng = random.Random(seed)
     makers: list[tuple[tuple[Template, ...], LineMaker]] = [
         (OPENAI_BATCH, openai_batch_line),
@@ -534,21 +541,34 @@ def write_bench_file(
         (RESPONSES, response_line),
     ]
     samples: list[tuple[bytes, Expected]] = []
+    weights: list[int] = []
     for templates, make in makers:
         for template in templates:
-            for copy in range(template.weight):
-                samples.append((orjson.dumps(make(template, copy, root)), template.expected))
+            samples.append((orjson.dumps(make(template, _UNIQUE, root)), template.expected))
+            blocked = template.expected.finish in ("refusal", "content_filter")
+            weights.append(template.weight * (1 if blocked else _ANSWERED_SCALE))
     truth = Truth(files=[str(path)])
     written = 0
+    index = 0
     with open(path, "wb", buffering=4 * 1024 * 1024) as out:
         while written < target_bytes:
-            batch = rng.choices(samples, k=4096)
-            for line, expected in batch:
+            for sample, expected in rng.choices(samples, weights, k=4096):
+                # Every line unique, as in a real log: its ids carry the line's number.
+                line = sample.replace(_UNIQUE_BYTES, b"%d" % index)
+                index += 1
                 out.write(line)
                 out.write(b"\n")
                 written += len(line) + 1
                 truth.count(expected)
     return truth
+
+
+_ANSWERED_SCALE = 3
+"""Answers and errors weigh this much more in a bench file than in the corpus, so that
+about 5% of its records are blocked, as in a production log (the corpus: 13%)."""
+_UNIQUE = 918273645
+"""The index a bench line is made with, replaced by the line's number."""
+_UNIQUE_BYTES = b"%d" % _UNIQUE
 
 
 def copy_fixture(fixture: str, target: str | os.PathLike[str], root: Path = FIXTURES) -> None:

@@ -36,6 +36,7 @@ from refusals.providers.anthropic.response import (
     STOP_REASONS,
     is_message,
     parse_fast,
+    parse_plain,
     parse_response,
 )
 from refusals.providers.anthropic.stream import (
@@ -61,6 +62,7 @@ __all__ = [
     "parse_error",
     "parse_error_fast",
     "parse_fast",
+    "parse_plain",
     "parse_response",
 ]
 

@@ -21,8 +21,11 @@ from refusals.model import (
 from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
+    NOT_PLAIN,
+    PLAIN_FINISHES,
     JsonObject,
     NormalizeError,
+    Plain,
     json_text,
     require_object,
     typed_detail,
@@ -81,9 +84,9 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     return to_response(lenient(body, Message), provider)
 
 
-def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """The response of a Messages body decoded strictly from its bytes; None when the body
-    is not one (detection's checks, without a provider) or the strict decode rejects it."""
+def _decoded(data: bytes | str, provider: str | None) -> Message | None:
+    """The Messages body decoded strictly; None when the body is not one (detection's
+    checks, without a provider) or the strict decode rejects it."""
     if provider is not None and provider != "anthropic":
         return None
     try:
@@ -103,11 +106,46 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
             body.content is not None and body.model is not _UNSET and not body.status
         ):
             return None
-        provider = "anthropic"
+    return body
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """The response of a Messages body decoded strictly from its bytes; None when the body
+    is not one (detection's checks, without a provider) or the strict decode rejects it."""
+    body = _decoded(data, provider)
+    if body is None:
+        return None
     try:
-        return to_response(body, provider)
+        return to_response(body, "anthropic")
     except FAST_FAILED:
         return None  # a tool input orjson will not take: read again from the decoded value
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`to_response`'s verdict on a plain answer: a stop reason that neither refuses nor
+    fails, no stop details, no fallback and no usage iterations (see `_protocol`)."""
+    body = _decoded(data, provider)
+    if body is None:
+        return None
+    stop_reason = body.stop_reason
+    finish = STOP_REASONS.get(stop_reason) if type(stop_reason) is str else None
+    if finish not in PLAIN_FINISHES or body.stop_details is not None:
+        return NOT_PLAIN
+    usage = body.usage
+    if usage is not None and usage.iterations:
+        return NOT_PLAIN
+    try:
+        for block in body.content or ():
+            kind = block.type
+            if kind == "fallback":
+                return NOT_PLAIN
+            if kind == "tool_use" and block.input:
+                json_text(raw_value(block.input))  # what `to_response` may decline on
+    except FAST_FAILED:
+        return NOT_PLAIN
+    model = body.model
+    assert finish is not None  # a plain finish
+    return "anthropic", model if type(model) is str else None, finish
 
 
 def to_response(body: Message, provider: str) -> LLMResponse:

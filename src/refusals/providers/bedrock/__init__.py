@@ -56,6 +56,7 @@ from refusals.providers.bedrock.response import (
     detect_provider,
     looks_like,
     parse_fast,
+    parse_plain,
     parse_response,
 )
 from refusals.providers.bedrock.schema import (
@@ -94,5 +95,6 @@ __all__ = [
     "parse_error_fast",
     "parse_fast",
     "parse_invoke",
+    "parse_plain",
     "parse_response",
 ]

@@ -19,8 +19,11 @@ from refusals.model import (
 )
 from refusals.providers._common import (
     INTERRUPTED,
+    NOT_PLAIN,
+    PLAIN_FINISHES,
     JsonObject,
     NormalizeError,
+    Plain,
     arr,
     json_text,
     obj,
@@ -108,29 +111,62 @@ _ERROR = FinishReason.ERROR
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response of a Converse body decoded strictly from its bytes; None when the body
     is not one (detection's checks, without a provider) or the decode rejects it."""
-    if provider is not None and provider != "bedrock":
-        return None
     try:
-        body = decode_converse(data)
-        # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
-        # keys make an InvokeModel body whatever the hint.
-        if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:
-            return None
-        if body.candidates or body.prompt_feedback:
-            return None  # Gemini's keys: detection (or `_module_for`) may look elsewhere
-        if provider is None:
-            # What detection checks: no hint of a format asked before Bedrock, and
-            # `detect_provider`'s output object beside the stopReason.
-            if body.output is None:
-                return None
-            if body.object is not None and body.object in ("chat.completion", "response"):
-                return None
-            if body.type is not None and body.type in ("message", "error"):
-                return None
-            provider = "bedrock"
-        return to_response(body, provider)
+        body = _decoded(data, provider)
+        return to_response(body, "bedrock") if body is not None else None
     except DECLINED:
         return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`to_response`'s verdict on a plain answer: a stop reason that is one, no guardrail
+    trace, and blocks of text, reasoning text and tool calls only (see `_protocol`)."""
+    try:
+        body = _decoded(data, provider)
+    except DECLINED:
+        return None
+    if body is None:
+        return None
+    finish = finish_of(body.stop_reason if type(body.stop_reason) is str else None)
+    if finish not in PLAIN_FINISHES or body.trace:
+        return NOT_PLAIN
+    output = body.output
+    message = output.message if output is not None else None
+    try:
+        for block in (message.content if message is not None else None) or ():
+            reasoning = block.reasoning_content
+            if block.citations_content or (reasoning is not None and reasoning.redacted_content):
+                return NOT_PLAIN
+            tool = block.tool_use
+            if tool is not None and tool.input:
+                json_text(raw_value(tool.input))  # what `to_response` may decline on
+    except DECLINED:
+        return NOT_PLAIN
+    return "bedrock", None, finish  # Converse does not echo the model id
+
+
+def _decoded(data: bytes | str, provider: str | None) -> Converse | None:
+    """The Converse body decoded strictly; None when the body is not one (detection's
+    checks, without a provider). Raises what the decode raises."""
+    if provider is not None and provider != "bedrock":
+        return None
+    body = decode_converse(data)
+    # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
+    # keys make an InvokeModel body whatever the hint.
+    if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:
+        return None
+    if body.candidates or body.prompt_feedback:
+        return None  # Gemini's keys: detection (or `_module_for`) may look elsewhere
+    if provider is None:
+        # What detection checks: no hint of a format asked before Bedrock, and
+        # `detect_provider`'s output object beside the stopReason.
+        if body.output is None:
+            return None
+        if body.object is not None and body.object in ("chat.completion", "response"):
+            return None
+        if body.type is not None and body.type in ("message", "error"):
+            return None
+    return body
 
 
 def to_response(body: Converse, provider: str) -> LLMResponse:

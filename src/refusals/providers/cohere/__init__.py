@@ -34,6 +34,7 @@ from refusals.providers.cohere.response import (
     FINISH_REASONS,
     is_upper,
     parse_fast,
+    parse_plain,
     parse_response,
 )
 from refusals.providers.cohere.stream import (
@@ -58,6 +59,7 @@ __all__ = [
     "looks_like",
     "parse_error",
     "parse_fast",
+    "parse_plain",
     "parse_response",
 ]
 

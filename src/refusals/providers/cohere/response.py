@@ -23,8 +23,10 @@ from refusals.providers._common import (
     INTERRUPTED,
     JsonObject,
     NormalizeError,
+    Plain,
     arguments_text,
     key_names,
+    plain_of,
 )
 from refusals.providers._lenient import Given, filled, lenient, raw_value
 from refusals.providers.cohere.schema import (
@@ -107,6 +109,11 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return to_response(body, provider)
     except FAST_FAILED:
         return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`parse_fast`'s verdict (see `_protocol`): rare in logs, so read whole."""
+    return plain_of(parse_fast(data, provider))
 
 
 def to_response(body: Chat, provider: str) -> LLMResponse:

@@ -43,6 +43,7 @@ from refusals.providers.gemini.response import (
     PROMPT_BLOCKED,
     looks_like,
     parse_fast,
+    parse_plain,
     parse_response,
     wire_keys,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "parse_error",
     "parse_error_fast",
     "parse_fast",
+    "parse_plain",
     "parse_response",
     "wire_keys",
 ]

@@ -37,8 +37,10 @@ from refusals.model import (
 from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
+    NOT_PLAIN,
     JsonObject,
     NormalizeError,
+    Plain,
     arguments_text,
     arr,
     key_names,
@@ -177,6 +179,52 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     body is not one (detection's checks, without a provider) or the decode rejects it.
     A body with none of `usageMetadata`, `modelVersion` and `responseId` may be a
     snake_case dump that `wire_keys` rewrites: it is left to `parse_response`."""
+    decoded = _decoded(data, provider)
+    if decoded is None:
+        return None
+    try:
+        return to_response(*decoded)
+    except FAST_FAILED:
+        return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`to_response`'s verdict on a plain answer: no prompt block, a candidate that
+    finished with STOP or MAX_TOKENS, no rating marked blocked, no finish message (see
+    `_protocol`)."""
+    decoded = _decoded(data, provider)
+    if decoded is None:
+        return None
+    body, provider = decoded
+    feedback = body.prompt_feedback
+    if type(feedback) is Feedback and feedback.block_reason is not None:
+        return NOT_PLAIN
+    candidate = first_candidate(body)
+    if candidate is None or candidate.finish_message is not None:
+        return NOT_PLAIN
+    raw = candidate.finish_reason
+    finish = _FINISH_REASON(raw) if raw else None
+    if finish not in _UNBLOCKED:
+        return NOT_PLAIN
+    try:
+        if candidate.safety_ratings and blocked_ratings(candidate.safety_ratings):
+            return NOT_PLAIN
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or ():
+            if part.function_call is not None:
+                call_arguments(part)  # what `to_response` may decline the body on
+                if finish is _STOP:
+                    finish = _TOOL_CALLS
+    except FAST_FAILED:
+        return NOT_PLAIN
+    model = body.model_version
+    assert finish is not None  # a plain finish
+    return provider, model if type(model) is str else None, finish
+
+
+def _decoded(data: bytes | str, provider: str | None) -> tuple[Body, str] | None:
+    """The body decoded strictly and its provider; None when the body is not one
+    (detection's checks, without a provider) or the decode rejects it."""
     if provider is not None and provider not in ("gemini", "vertex"):
         return None
     try:
@@ -201,10 +249,7 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         if body.guardrail_action or body.invocation_metrics:
             return None
         provider = "vertex" if body.create_time else "gemini"
-    try:
-        return to_response(body, provider)
-    except FAST_FAILED:
-        return None
+    return body, provider
 
 
 def first_candidate(body: Body) -> Candidate | None:

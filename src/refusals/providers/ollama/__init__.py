@@ -31,7 +31,13 @@ from typing import Any
 
 from refusals.providers._common import JsonObject
 from refusals.providers.ollama.errors import is_error, parse_error
-from refusals.providers.ollama.response import API, DONE_REASONS, parse_fast, parse_response
+from refusals.providers.ollama.response import (
+    API,
+    DONE_REASONS,
+    parse_fast,
+    parse_plain,
+    parse_response,
+)
 from refusals.providers.ollama.stream import OllamaStreamReader, StreamReader
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "looks_like",
     "parse_error",
     "parse_fast",
+    "parse_plain",
     "parse_response",
 ]
 

@@ -12,8 +12,10 @@ from refusals.providers._common import (
     FAST_FAILED,
     JsonObject,
     NormalizeError,
+    Plain,
     arguments_text,
     key_names,
+    plain_of,
 )
 from refusals.providers._lenient import filled, is_object, lenient, raw_value
 from refusals.providers.ollama.schema import (
@@ -71,6 +73,11 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return to_response(body, provider, message_of(body))
     except FAST_FAILED:
         return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`parse_fast`'s verdict (see `_protocol`): rare in logs, so read whole."""
+    return plain_of(parse_fast(data, provider))
 
 
 def message_of(body: Body) -> Message | None:

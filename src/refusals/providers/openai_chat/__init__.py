@@ -84,6 +84,7 @@ from refusals.providers.openai_chat.response import (
     NATIVE_BLOCKS,
     PROVIDER_NAMES,
     parse_fast,
+    parse_plain,
     parse_response,
     to_response,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "parse_error",
     "parse_error_fast",
     "parse_fast",
+    "parse_plain",
     "parse_response",
     "stop_for",
     "to_response",

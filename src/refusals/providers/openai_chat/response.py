@@ -22,8 +22,11 @@ from refusals.model import (
 from refusals.providers._common import (
     FAST_FAILED,
     INTERRUPTED,
+    NOT_PLAIN,
+    PLAIN_FINISHES,
     JsonObject,
     NormalizeError,
+    Plain,
     arguments_text,
     key_names,
     require_object,
@@ -134,9 +137,9 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     return to_response(lenient(body, Completion), provider)
 
 
-def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
-    """The response of a completion decoded strictly from its bytes; None when the body is
-    not one (detection's checks, without a provider) or the strict decode rejects it."""
+def _decoded(data: bytes | str, provider: str | None) -> tuple[Completion, str] | None:
+    """The completion decoded strictly and its provider; None when the body is not one
+    (detection's checks, without a provider) or the strict decode rejects it."""
     if provider is not None and provider not in PROVIDER_NAMES:
         return None
     try:
@@ -154,10 +157,54 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         provider = vendor_of(body, choices)
     elif body.object == "response":
         return None  # a Responses object, whatever the vendor (`_module_for`)
+    return body, provider
+
+
+def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
+    """The response of a completion decoded strictly from its bytes; None when the body is
+    not one (detection's checks, without a provider) or the strict decode rejects it."""
+    decoded = _decoded(data, provider)
+    if decoded is None:
+        return None
     try:
-        return to_response(body, provider)
+        return to_response(*decoded)
     except _READ_FAILED:
         return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`to_response`'s verdict on a plain answer: one choice, its message of plain text
+    and tool calls, and nothing that could refuse, filter or fail it (see `_protocol`)."""
+    decoded = _decoded(data, provider)
+    if decoded is None:
+        return None
+    body, provider = decoded
+    choices = body.choices
+    assert isinstance(choices, list)  # `_decoded` checked
+    if len(choices) != 1 or body.error or body.moderation or prompt_results(body):
+        return NOT_PLAIN
+    choice = choices[0]
+    message = choice.message
+    if (
+        message is None
+        or choice.delta is not None
+        or choice.native_finish_reason is not _UNSET
+        or choice.content_filter_results
+        or message.refusal is not None
+        or message.function_call
+        or not (message.content is None or type(message.content) is str)
+    ):
+        return NOT_PLAIN
+    finish = _finish_or_error(choice.finish_reason, _ERROR)
+    if finish not in PLAIN_FINISHES:
+        return NOT_PLAIN
+    try:
+        for call in message.tool_calls or ():
+            _name_and_arguments(call)  # what `to_response` may decline the body on
+    except _READ_FAILED:
+        return NOT_PLAIN
+    model = body.model
+    return provider, model if model is not None and model.strip() else None, finish
 
 
 def answer_choice(choices: list[Choice]) -> Choice | None:

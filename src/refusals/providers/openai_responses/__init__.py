@@ -42,6 +42,7 @@ from refusals.providers.openai_responses.response import (
     STATUSES,
     looks_like,
     parse_fast,
+    parse_plain,
     parse_response,
 )
 from refusals.providers.openai_responses.stream import (
@@ -63,6 +64,7 @@ __all__ = [
     "looks_like",
     "parse_error",
     "parse_fast",
+    "parse_plain",
     "parse_response",
 ]
 

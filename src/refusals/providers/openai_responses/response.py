@@ -26,6 +26,7 @@ from refusals.providers._common import (
     FAST_FAILED,
     JsonObject,
     NormalizeError,
+    Plain,
     Raw,
     arguments_text,
     arr,
@@ -33,6 +34,7 @@ from refusals.providers._common import (
     interrupted,
     key_names,
     obj,
+    plain_of,
     require_object,
     string,
 )
@@ -272,6 +274,11 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return to_response(body, provider)
     except FAST_FAILED:
         return None
+
+
+def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
+    """`parse_fast`'s verdict (see `_protocol`): rare in logs, so read whole."""
+    return plain_of(parse_fast(data, provider))
 
 
 def to_response(body: Response, provider: str) -> LLMResponse:
