@@ -1,20 +1,26 @@
-"""Benchmark `refusals scan`: records per second per core against the floor, peak memory
-for 100 MB and 1 GB of input, and the speed-up from 1 to 2 processes.
+"""Benchmark `refusals scan`: records per second per core against the floor and against
+DuckDB, peak memory for 100 MB and 1 GB of input, the speed-up from 1 to 2 processes, and
+the Dask engine against the local one on the same cores.
 
     python bench/bench_scan.py [--small-mb 100] [--large-mb 1000] [--dir /tmp] [--repeats 3]
 
 Floor: read the same lines and `orjson.loads` each (no classification, one process).
 Ours: `scan_local` over the same file, whole (one process), then in 16 MiB parts on 2
-processes. The three take turns within every repeat (floor, 1 process, 2 processes, …);
-each ratio is paired, computed within a repeat, then given as median (min-max), so it
-holds on a busy machine. Peak memory is the maximum RSS of a fresh subprocess that
-scans each file. The input is generated (`refusals.scan.corpus.write_bench_file`) and
-deleted afterwards.
+processes, and `scan_dask` on a `distributed.LocalCluster` of 2 single-threaded worker
+processes (the same file split the same way). DuckDB: `read_json` with the CASE query
+below, on one thread, which must count each finish reason as scan does (checked every
+repeat). All take turns within every repeat; each ratio is paired, computed within a
+repeat, then given as median (min-max), so it holds on a busy machine. Peak memory is the
+maximum RSS of a fresh subprocess that scans each file. The input is generated
+(`refusals.scan.corpus.write_bench_file`: unique lines, about 5% blocked) and deleted
+afterwards. DuckDB and Dask are skipped, with a note, when not installed
+(`pip install duckdb 'refusals[dask]'`).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import resource
 import statistics
@@ -22,20 +28,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
-from refusals.scan import scan_local
+from refusals.scan import scan_dask, scan_local
 from refusals.scan.corpus import write_bench_file
 
+# The peak is VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forked
+# parent, so a child of this (large) process would report the parent's size.
 _MEASURE = """
-import resource, sys, time
+import sys, time
 from refusals.scan import scan_local
 start = time.perf_counter()
 summary = scan_local([sys.argv[1]], jobs=1)
 elapsed = time.perf_counter() - start
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(summary.records, elapsed, rss)
+status = open("/proc/self/status").read().split("VmHWM:", 1)[1]
+print(summary.records, elapsed, status.split()[0])
 """
 
 
@@ -50,10 +60,90 @@ def floor(path: str) -> tuple[int, float]:
     return count, time.perf_counter() - start
 
 
-def ours(path: str, jobs: int) -> tuple[int, float]:
+def ours(path: str, jobs: int) -> tuple[int, float, dict[str, int]]:
     start = time.perf_counter()
     summary = scan_local([path], jobs=jobs)
-    return summary.records, time.perf_counter() - start
+    return summary.records, time.perf_counter() - start, dict(summary.by_finish)
+
+
+def on_dask(path: str, client: Any) -> tuple[int, float, dict[str, int]]:
+    start = time.perf_counter()
+    summary = scan_dask([path], client)
+    return summary.records, time.perf_counter() - start, dict(summary.by_finish)
+
+
+# What a careful user writes to count verdicts with DuckDB: each layout's and each wire
+# format's documented refusal and filter signals, read from typed columns (one parse).
+# It is exact on the bench file only because it knows every shape the file holds.
+DUCKDB_QUERY = r"""
+WITH t AS (
+  SELECT * FROM read_json(?, format = 'newline_delimited', ignore_errors = true, columns = {
+    custom_id: 'VARCHAR', response: 'STRUCT(status_code INTEGER, body JSON)',
+    result: 'STRUCT(type VARCHAR, message JSON, error JSON)',
+    choices: 'STRUCT(finish_reason VARCHAR, message STRUCT(refusal VARCHAR))[]',
+    type: 'VARCHAR', stop_reason: 'VARCHAR', candidates: 'STRUCT(finishReason VARCHAR)[]',
+    promptFeedback: 'STRUCT(blockReason VARCHAR)', stopReason: 'VARCHAR'})
+)
+SELECT finish, count(*) FROM (SELECT CASE
+  WHEN custom_id IS NOT NULL AND result IS NOT NULL THEN CASE result.type
+    WHEN 'succeeded' THEN CASE result.message->>'$.stop_reason'
+      WHEN 'end_turn' THEN 'stop' WHEN 'stop_sequence' THEN 'stop'
+      WHEN 'max_tokens' THEN 'length' WHEN 'tool_use' THEN 'tool_calls'
+      WHEN 'refusal' THEN 'refusal' ELSE 'error' END
+    WHEN 'errored' THEN CASE WHEN regexp_matches(result.error->>'$.error.message',
+      '(?i)blocked by.*(content filter|policy)') THEN 'content_filter' ELSE 'error' END
+    ELSE 'error' END
+  WHEN custom_id IS NOT NULL THEN CASE
+    WHEN response IS NULL THEN 'error'
+    WHEN response.status_code >= 400 THEN CASE
+      WHEN response.body->>'$.error.code' = 'content_policy_violation' THEN 'content_filter'
+      ELSE 'error' END
+    WHEN response.body->>'$.object' = 'response' THEN CASE
+      WHEN response.body->>'$.incomplete_details.reason' = 'content_filter'
+        THEN 'content_filter'
+      WHEN response.body->>'$.status' = 'failed' THEN 'error'
+      WHEN json_contains(response.body->'$.output[*].content[*].type', '"refusal"')
+        THEN 'refusal'
+      WHEN response.body->>'$.incomplete_details.reason' = 'max_output_tokens' THEN 'length'
+      ELSE 'stop' END
+    WHEN response.body->>'$.choices[0].message.refusal' IS NOT NULL THEN 'refusal'
+    ELSE coalesce(response.body->>'$.choices[0].finish_reason', 'error') END
+  WHEN choices IS NOT NULL THEN CASE
+    WHEN choices[1].message.refusal IS NOT NULL THEN 'refusal'
+    ELSE choices[1].finish_reason END
+  WHEN candidates IS NOT NULL OR promptFeedback IS NOT NULL THEN CASE
+    WHEN promptFeedback.blockReason IS NOT NULL THEN 'content_filter'
+    WHEN candidates[1].finishReason IN ('SAFETY', 'RECITATION', 'BLOCKLIST',
+      'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY') THEN 'content_filter'
+    WHEN candidates[1].finishReason = 'MAX_TOKENS' THEN 'length'
+    WHEN candidates[1].finishReason = 'STOP' THEN 'stop' ELSE 'error' END
+  WHEN stopReason IS NOT NULL THEN CASE stopReason
+    WHEN 'end_turn' THEN 'stop' WHEN 'stop_sequence' THEN 'stop'
+    WHEN 'guardrail_intervened' THEN 'content_filter'
+    WHEN 'content_filtered' THEN 'content_filter'
+    WHEN 'max_tokens' THEN 'length' WHEN 'tool_use' THEN 'tool_calls' ELSE 'error' END
+  WHEN type = 'message' THEN CASE stop_reason
+    WHEN 'end_turn' THEN 'stop' WHEN 'stop_sequence' THEN 'stop'
+    WHEN 'max_tokens' THEN 'length' WHEN 'tool_use' THEN 'tool_calls'
+    WHEN 'refusal' THEN 'refusal' ELSE 'error' END
+  ELSE 'error' END AS finish FROM t) GROUP BY finish
+"""
+
+
+def on_duckdb(path: str, con: Any) -> tuple[int, float, dict[str, int]]:
+    start = time.perf_counter()
+    rows = con.execute(DUCKDB_QUERY, [path]).fetchall()
+    elapsed = time.perf_counter() - start
+    counts: dict[str, int] = dict(rows)
+    return sum(counts.values()), elapsed, counts
+
+
+def _optional(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        print(f"({name} is not installed: its rows are left out)")
+        return None
 
 
 def peak_rss(path: str) -> tuple[int, float, int]:
@@ -89,37 +179,75 @@ def main() -> None:
             f"{size / truth.records:.0f} bytes per record on average"
         )
         floor(small)  # warm the page cache
-        seconds: dict[str, list[float]] = {"floor": [], "one": [], "two": []}
+        duckdb, distributed = _optional("duckdb"), _optional("distributed")
+        con: Any = None
+        client: Any = None
+        cluster: Any = None
+        if duckdb is not None:
+            con = duckdb.connect()
+            con.execute("SET threads = 1")
+        if distributed is not None:
+            cluster = distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            client = distributed.Client(cluster)
+        runs: dict[str, Callable[[], tuple[int, float, dict[str, int]]]] = {
+            "one": lambda: ours(small, 1),
+            "two": lambda: ours(small, 2),
+        }
+        if con is not None:
+            runs["duckdb"] = lambda: on_duckdb(small, con)
+        if client is not None:
+            runs["dask"] = lambda: on_dask(small, client)
+        seconds: dict[str, list[float]] = {"floor": [], **{key: [] for key in runs}}
+        expected = truth.by_finish()
         for _ in range(args.repeats):
             n_floor, t_floor = floor(small)
-            n_one, t_one = ours(small, 1)
-            n_two, t_two = ours(small, 2)
-            assert n_floor == n_one == n_two == truth.records
+            assert n_floor == truth.records
             seconds["floor"].append(t_floor)
-            seconds["one"].append(t_one)
-            seconds["two"].append(t_two)
+            for key, run in runs.items():
+                records, elapsed, counts = run()
+                assert records == truth.records, (key, records)
+                assert counts == expected, (key, counts, expected)
+                seconds[key].append(elapsed)
+        if client is not None:
+            client.close()
+            cluster.close()
         n = truth.records
         floors = seconds["floor"]
+        cores = {"one": 1, "two": 2, "duckdb": 1, "dask": 2}
         # Paired within each repeat: records per second per core over the floor's.
         share = {
-            "one": [f / t for f, t in zip(floors, seconds["one"], strict=True)],
-            "two": [f / t / 2 for f, t in zip(floors, seconds["two"], strict=True)],
+            key: [f / t / cores[key] for f, t in zip(floors, seconds[key], strict=True)]
+            for key in runs
         }
         speedup = [a / b for a, b in zip(seconds["one"], seconds["two"], strict=True)]
         print(f"{args.repeats} repeats; median (min-max), ratios paired within a repeat")
+        print(f"counts per finish reason, equal in every run: {expected}")
         print("| run | records/s | per core | µs per record per core | of the floor |")
         print("|---|---:|---:|---:|---:|")
-        rows = (
-            ("floor: read + orjson.loads, 1 process", "floor", 1),
-            ("scan, 1 process", "one", 1),
-            ("scan, 2 processes", "two", 2),
-        )
-        for label, key, cores in rows:
-            rate = n / statistics.median(seconds[key])
-            per_record = statistics.median(seconds[key]) * cores / n * 1e6
+        labels = {
+            "floor": "floor: read + orjson.loads, 1 process",
+            "one": "scan, 1 process",
+            "two": "scan, 2 processes",
+            "duckdb": "DuckDB read_json + CASE, 1 thread",
+            "dask": "scan --engine dask, LocalCluster 2 x 1 thread",
+        }
+        for key, taken in seconds.items():
+            used = cores.get(key, 1)
+            rate = n / statistics.median(taken)
+            per_record = statistics.median(taken) * used / n * 1e6
             ratio = "100%" if key == "floor" else _spread(share[key], 100) + "%"
-            print(f"| {label} | {rate:,.0f} | {rate / cores:,.0f} | {per_record:.2f} | {ratio} |")
+            print(
+                f"| {labels[key]} | {rate:,.0f} | {rate / used:,.0f} | {per_record:.2f} | {ratio} |"
+            )
         print(f"speed-up from 1 to 2 processes: {_spread(speedup, digits=2)}x")
+        if "duckdb" in runs:
+            versus = [d / o for d, o in zip(seconds["duckdb"], seconds["one"], strict=True)]
+            print(f"DuckDB time / scan time, one core each: {_spread(versus, digits=2)}x")
+        if "dask" in runs:
+            versus = [d / o for d, o in zip(seconds["dask"], seconds["two"], strict=True)]
+            print(f"Dask time / local time, two cores each: {_spread(versus, digits=2)}x")
         write_bench_file(large, args.large_mb * 1_000_000, seed=1)
         print("| input | records | seconds | peak RSS |")
         print("|---|---:|---:|---:|")
