@@ -45,6 +45,7 @@ from refusals.stream import WireDecoder, never_retried
 __all__ = [
     "PROVIDERS",
     "NormalizeError",
+    "Plain",
     "decode_payload",
     "detect",
     "normalize",

@@ -25,8 +25,7 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
-from refusals.providers import NormalizeError, normalize, plain_verdict
-from refusals.providers._common import Plain
+from refusals.providers import NormalizeError, Plain, normalize, plain_verdict
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
 from refusals.scan._summary import Summary, Tally
@@ -490,6 +489,40 @@ def _anthropic_batch_typed(envelope: _Envelope) -> TypedRead | None:
     return None
 
 
+_TYPED_READ_ERRORS = (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError)
+"""What the typed path's readers raise on a line the dict path must read."""
+
+
+def _typed(line: bytes, envelope: _Envelope, layout: str) -> TypedRead | None:
+    """`Classifier.read_line` once the envelope is read."""
+    if layout == "openai-batch":
+        return _openai_batch_typed(envelope)
+    if layout == "anthropic-batch":
+        return _anthropic_batch_typed(envelope)
+    return normalize(line), None, layout
+
+
+def _plain(line: bytes, envelope: _Envelope, layout: str) -> Plain | None:
+    """`plain_verdict` of the response in a line whose envelope is read, when it is a
+    plain answer (`_typed` would give a response of that verdict); None to read it whole."""
+    if layout == "openai-batch":
+        wrapped = envelope.response
+        if type(wrapped) is not _Response:
+            return None
+        status = wrapped.status_code
+        data = bytes(wrapped.body)
+        if data[:1] != b"{" or (status is not None and status >= 400):
+            return None
+        return plain_verdict(data)
+    if layout == "anthropic-batch":
+        result = envelope.result
+        if type(result) is not _Result or result.type != "succeeded":
+            return None
+        message = bytes(result.message)
+        return plain_verdict(message, "anthropic") if message[:1] == b"{" else None
+    return plain_verdict(line)
+
+
 class ExecRun:
     """One `exec --json` run being read, from `thread.started` on."""
 
@@ -641,42 +674,8 @@ class Classifier:
         """
         try:
             found = self._envelope(line)
-            if found is None:
-                return None
-            envelope, layout = found
-            if layout == "openai-batch":
-                return _openai_batch_typed(envelope)
-            if layout == "anthropic-batch":
-                return _anthropic_batch_typed(envelope)
-            return normalize(line), None, layout
-        except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
-            return None
-
-    def _plain(self, line: bytes) -> Plain | None:
-        """`plain_verdict` of the response in a raw line, when it is a plain answer
-        (`read_line` would give a response of that verdict); None to read it whole."""
-        try:
-            found = self._envelope(line)
-            if found is None:
-                return None
-            envelope, layout = found
-            if layout == "openai-batch":
-                wrapped = envelope.response
-                if type(wrapped) is not _Response:
-                    return None
-                status = wrapped.status_code
-                data = bytes(wrapped.body)
-                if data[:1] != b"{" or (status is not None and status >= 400):
-                    return None
-                return plain_verdict(data)
-            if layout == "anthropic-batch":
-                result = envelope.result
-                if type(result) is not _Result or result.type != "succeeded":
-                    return None
-                message = bytes(result.message)
-                return plain_verdict(message, "anthropic") if message[:1] == b"{" else None
-            return plain_verdict(line)
-        except (*_TYPED_ERRORS, NormalizeError, orjson.JSONDecodeError):
+            return _typed(line, *found) if found is not None else None
+        except _TYPED_READ_ERRORS:
             return None
 
     def count_line(self, line: bytes, summary: Summary, tally: Tally) -> bool:
@@ -689,14 +688,26 @@ class Classifier:
         ones need their category, stage, tokens and explanation, so they are added to
         `summary` (without the notice, which no count reads).
         """
+        try:
+            envelope = self._envelope(line)
+        except _TYPED_READ_ERRORS:
+            return False
+        if envelope is None:
+            return False
         counts = tally.counts
-        plain = self._plain(line)
+        try:
+            plain = _plain(line, *envelope)
+        except _TYPED_READ_ERRORS:
+            plain = None
         key: tuple[str | None, str | None, FinishReason, bool]
         if plain is not None:
             key = (plain[0], plain[1], plain[2], False)
             counts[key] = counts.get(key, 0) + 1
             return True
-        found = self.read_line(line)
+        try:
+            found = _typed(line, *envelope)
+        except _TYPED_READ_ERRORS:
+            return False
         if found is None:
             return False
         response = found[0]
