@@ -52,9 +52,10 @@ class WireFormat(Protocol):
         ...
 
     def parse_plain(self, data: bytes | str, provider: str | None) -> Plain | None:
-        """The verdict `parse_fast` would give, without building the response, when the
-        body is a plain answer; `NOT_PLAIN` when it is this format's but not plain (or
-        not certainly); None exactly when `parse_fast` answers None."""
+        """The verdict of `normalize` on the body, without building the response, when it
+        is a plain answer; `NOT_PLAIN` when it is this format's but not plain, or not
+        certainly (normalize then reads it); None only where `parse_fast` answers None,
+        so that the next format is asked as `normalize` would ask it."""
         ...
 
     def parse_error(self, body: JsonObject | str, status: int | None, provider: str) -> LLMResponse:
