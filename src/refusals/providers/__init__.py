@@ -43,6 +43,7 @@ from refusals.providers.registry import VENDORS
 from refusals.stream import WireDecoder, never_retried
 
 __all__ = [
+    "NOT_PLAIN",
     "PROVIDERS",
     "NormalizeError",
     "Plain",

@@ -14,18 +14,28 @@ answer is the dict path's; for anything else (a value of another type, a result 
 does not know, a body `normalize` refuses, bytes orjson would refuse) it returns None and
 the line takes the dict path, which so writes every bad-record message.
 `tests/scan/test_typed.py` compares the two paths record by record.
+
+A scan that only counts (`Classifier.count_line`) asks first for the verdict alone: the
+envelope is decoded with its batch body in the same pass (`_PlainEnvelope`, the formats'
+own Structs), and a plain answer is counted from `plain_completion`, `plain_message` or
+`plain_verdict` without an `LLMResponse`; any other line is read as above.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
-from refusals.providers import NormalizeError, Plain, normalize, plain_verdict
+from refusals.providers import NOT_PLAIN, NormalizeError, Plain, normalize, plain_verdict
+from refusals.providers.anthropic import plain_message
+from refusals.providers.anthropic.schema import Message
+from refusals.providers.openai_chat import plain_completion
+from refusals.providers.openai_chat.schema import Completion
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
 from refusals.scan._summary import Summary, Tally
@@ -374,7 +384,34 @@ class _Envelope(msgspec.Struct, gc=False):
     type: str | UnsetType = UNSET
 
 
+class _PlainResponse(msgspec.Struct, gc=False):
+    """`response` of an OpenAI Batch output line, its body decoded as a completion."""
+
+    status_code: int | None = None
+    body: Completion | None = None
+
+
+class _PlainResult(msgspec.Struct, gc=False):
+    """`result` of an Anthropic batch line, its message decoded as a Messages body."""
+
+    type: str | None = None
+    message: Message | None = None
+
+
+class _PlainEnvelope(msgspec.Struct, gc=False):
+    """`_Envelope` with the body decoded in the same pass, for `_plain`: a line whose body
+    is not of the expected format fails the decode and is read through `_Envelope`."""
+
+    custom_id: str | UnsetType | None = UNSET
+    response: _PlainResponse | str | UnsetType | None = UNSET
+    error: Raw | UnsetType = UNSET
+    result: _PlainResult | UnsetType = UNSET
+    type: str | UnsetType = UNSET
+
+
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode
+_decode_plain_envelope = msgspec.json.Decoder(_PlainEnvelope).decode
+_E = TypeVar("_E", _Envelope, _PlainEnvelope)
 _decode_openai_error = msgspec.json.Decoder(_OpenAIError).decode
 _decode_text = msgspec.json.Decoder(str).decode
 
@@ -502,9 +539,31 @@ def _typed(line: bytes, envelope: _Envelope, layout: str) -> TypedRead | None:
     return normalize(line), None, layout
 
 
-def _plain(line: bytes, envelope: _Envelope, layout: str) -> Plain | None:
-    """`plain_verdict` of the response in a line whose envelope is read, when it is a
-    plain answer (`_typed` would give a response of that verdict); None to read it whole."""
+def _plain(line: bytes, envelope: _PlainEnvelope, layout: str) -> Plain | None:
+    """The verdict of the response in a line whose envelope and body are read, when it is
+    a plain answer (`_typed` would give a response of that verdict); None to read the
+    line again through `_Envelope` (NOT_PLAIN: the body is not a plain answer)."""
+    if layout == "openai-batch":
+        wrapped = envelope.response
+        if type(wrapped) is not _PlainResponse or wrapped.body is None:
+            return None
+        status = wrapped.status_code
+        if status is not None and status >= 400:
+            return NOT_PLAIN
+        # `normalize(body)` without a provider: a chat completion's detection, or None
+        # when the body may be another format's.
+        return plain_completion(wrapped.body, None)
+    if layout == "anthropic-batch":
+        result = envelope.result
+        if type(result) is not _PlainResult or result.type != "succeeded":
+            return NOT_PLAIN
+        message = result.message
+        return plain_message(message, "anthropic") if message is not None else None
+    return plain_verdict(line) or NOT_PLAIN
+
+
+def _plain_raw(line: bytes, envelope: _Envelope, layout: str) -> Plain | None:
+    """`_plain` on the envelope that keeps bodies as raw bytes."""
     if layout == "openai-batch":
         wrapped = envelope.response
         if type(wrapped) is not _Response:
@@ -630,7 +689,7 @@ class Classifier:
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
 
-    def _envelope(self, line: bytes) -> tuple[_Envelope, str] | None:
+    def _envelope(self, line: bytes, decode: Callable[[bytes], _E]) -> tuple[_E, str] | None:
         """The typed envelope of a raw line and its layout (`openai-batch`,
         `anthropic-batch`, or the file's own for a bare body), or None when the line
         must take the dict path. Raises what msgspec raises on a line it does not read.
@@ -642,7 +701,7 @@ class Classifier:
             line, self._deep_refused
         ):
             return None
-        envelope = _decode_envelope(line)
+        envelope = decode(line)
         layout = self.layout
         if self.forced:
             # A file of exec events is read the dict way throughout (see `__init__`).
@@ -673,7 +732,7 @@ class Classifier:
         `deep_nesting_refused`).
         """
         try:
-            found = self._envelope(line)
+            found = self._envelope(line, _decode_envelope)
             return _typed(line, *found) if found is not None else None
         except _TYPED_READ_ERRORS:
             return None
@@ -688,22 +747,33 @@ class Classifier:
         ones need their category, stage, tokens and explanation, so they are added to
         `summary` (without the notice, which no count reads).
         """
+        # One decode of envelope and body for most lines; the rest are read again with
+        # the bodies kept raw.
+        plain: Plain | None = None
         try:
-            envelope = self._envelope(line)
+            decoded = self._envelope(line, _decode_plain_envelope)
+            if decoded is None:
+                return False  # the dict path's line
+            plain = _plain(line, *decoded)
         except _TYPED_READ_ERRORS:
-            return False
-        if envelope is None:
+            pass
+        try:
+            envelope = None
+            if plain is None or plain is NOT_PLAIN:
+                envelope = self._envelope(line, _decode_envelope)
+                if envelope is None:
+                    return False
+                if plain is None:
+                    plain = _plain_raw(line, *envelope)
+        except _TYPED_READ_ERRORS:
             return False
         counts = tally.counts
-        try:
-            plain = _plain(line, *envelope)
-        except _TYPED_READ_ERRORS:
-            plain = None
         key: tuple[str | None, str | None, FinishReason, bool]
-        if plain is not None:
+        if plain is not None and plain is not NOT_PLAIN:
             key = (plain[0], plain[1], plain[2], False)
             counts[key] = counts.get(key, 0) + 1
             return True
+        assert envelope is not None  # read above whenever the line is not plain
         try:
             found = _typed(line, *envelope)
         except _TYPED_READ_ERRORS:

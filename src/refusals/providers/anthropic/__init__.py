@@ -38,6 +38,7 @@ from refusals.providers.anthropic.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_message,
 )
 from refusals.providers.anthropic.stream import (
     STREAM_EVENTS,
@@ -64,6 +65,7 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_message",
 ]
 
 

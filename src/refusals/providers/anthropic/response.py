@@ -93,6 +93,13 @@ def _decoded(data: bytes | str, provider: str | None) -> Message | None:
         body = decode_message(data)
     except FAST_FAILED:
         return None
+    return _taken(body, provider)
+
+
+def _taken(body: Message, provider: str | None) -> Message | None:
+    """The body, when detection takes it for a Messages body (see `_decoded`)."""
+    if provider is not None and provider != "anthropic":
+        return None
     if body.type != "message":
         return None
     if provider is None:
@@ -124,8 +131,18 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: a stop reason that neither refuses nor
     fails, no stop details, no fallback and no usage iterations (see `_protocol`)."""
-    body = _decoded(data, provider)
-    if body is None:
+    if provider is not None and provider != "anthropic":
+        return None
+    try:
+        body = decode_message(data)
+    except FAST_FAILED:
+        return None
+    return plain_message(body, provider)
+
+
+def plain_message(body: Message, provider: str | None) -> Plain | None:
+    """`parse_plain` of a Messages body already decoded strictly (inside an envelope)."""
+    if _taken(body, provider) is None:
         return None
     stop_reason = body.stop_reason
     finish = STOP_REASONS.get(stop_reason) if type(stop_reason) is str else None

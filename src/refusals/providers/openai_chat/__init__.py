@@ -86,6 +86,7 @@ from refusals.providers.openai_chat.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_completion,
     to_response,
 )
 from refusals.providers.openai_chat.stream import (
@@ -129,6 +130,7 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_completion",
     "stop_for",
     "to_response",
 ]

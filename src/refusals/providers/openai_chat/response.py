@@ -146,6 +146,13 @@ def _decoded(data: bytes | str, provider: str | None) -> tuple[Completion, str] 
         body = decode_completion(data)
     except FAST_FAILED:
         return None
+    return _taken(body, provider)
+
+
+def _taken(body: Completion, provider: str | None) -> tuple[Completion, str] | None:
+    """The completion and its provider, when detection takes it for one (see `_decoded`)."""
+    if provider is not None and provider not in PROVIDER_NAMES:
+        return None
     choices = body.choices
     if not isinstance(choices, list):
         return None  # an error body or a filter-only body: the decoded value is read
@@ -175,10 +182,21 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: one choice, its message of plain text
     and tool calls, and nothing that could refuse, filter or fail it (see `_protocol`)."""
-    decoded = _decoded(data, provider)
-    if decoded is None:
+    if provider is not None and provider not in PROVIDER_NAMES:
         return None
-    body, provider = decoded
+    try:
+        body = decode_completion(data)
+    except FAST_FAILED:
+        return None
+    return plain_completion(body, provider)
+
+
+def plain_completion(body: Completion, provider: str | None) -> Plain | None:
+    """`parse_plain` of a completion already decoded strictly (inside an envelope)."""
+    taken = _taken(body, provider)
+    if taken is None:
+        return None
+    body, provider = taken
     choices = body.choices
     assert isinstance(choices, list)  # `_decoded` checked
     if len(choices) != 1 or body.error or body.moderation or prompt_results(body):
