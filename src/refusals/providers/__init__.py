@@ -420,31 +420,21 @@ def plain_verdict(payload: bytes | str, provider: str | None = None) -> Plain | 
     plain answer (stop, length or tool calls, without an error, details or a fallback),
     without building the response; None when the body must be read whole for its
     verdict. For counting logs, where most records are plain answers."""
-    verdict: Plain | None = _first(payload, provider, _parse_plain)
+    verdict: Plain | None = _first(payload, provider, "parse_plain")
     return verdict if verdict is not None and verdict is not NOT_PLAIN else None
-
-
-def _parse_fast(module: WireFormat, payload: bytes | str, provider: str | None) -> Any:
-    return module.parse_fast(payload, provider)
-
-
-def _parse_plain(module: WireFormat, payload: bytes | str, provider: str | None) -> Any:
-    return module.parse_plain(payload, provider)
 
 
 def _fast(payload: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response from a module's typed fast path, or None to take the dict path."""
-    response: LLMResponse | None = _first(payload, provider, _parse_fast)
+    response: LLMResponse | None = _first(payload, provider, "parse_fast")
     return response
 
 
-def _first(
-    payload: bytes | str,
-    provider: str | None,
-    read: Callable[[WireFormat, bytes | str, str | None], Any],
-) -> Any:
-    """What `read` answers for the module that takes the body: a typed fast path, whose
-    None declines (the next module whose key the body holds is asked)."""
+def _first(payload: bytes | str, provider: str | None, reader: str) -> Any:
+    """What the module's `reader` (`parse_fast` or `parse_plain`, typed fast paths whose
+    None declines) answers for the module that takes the body; the next module whose
+    key the body holds is asked after a decline. By name: a wrapper per reader would add
+    a call to every `normalize`."""
     if provider is not None:
         module = _FAST_BY_PROVIDER.get(provider)
         if module is None:
@@ -454,18 +444,18 @@ def _first(
                 b'"choices"' in payload if isinstance(payload, bytes) else '"choices"' in payload
             )
             module = openai_chat if choices else ollama
-        result = read(module, payload, provider)
+        result = getattr(module, reader)(payload, provider)
         if result is None and module is openai_chat and provider in _CHAT_COMPATIBLE:
             # A Responses body sent with a chat vendor's name (`azure`…): `_module_for`
             # reads it as Responses, and so does that module's fast path.
-            result = read(openai_responses, payload, provider)
+            result = getattr(openai_responses, reader)(payload, provider)
         return result
     tried: list[WireFormat] = []
     last_needle, last = _last_fast[0]
     # The needles are ASCII: a text payload is looked in as it is, not encoded first.
     held = last_needle in payload if isinstance(payload, bytes) else last_needle.decode() in payload
     if held:
-        result = read(last, payload, None)
+        result = getattr(last, reader)(payload, None)
         if result is not None:
             return result
         tried.append(last)
@@ -474,7 +464,7 @@ def _first(
         # A key can point at more than one format (Ollama's generate bodies have a
         # "response" key): a module that declines lets the next needle have its turn.
         if module not in tried and needle in probe:
-            result = read(module, payload, None)
+            result = getattr(module, reader)(payload, None)
             if result is not None:
                 _last_fast[0] = (needle, module)
                 return result
