@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
 from refusals import providers
 from refusals.model import LLMResponse
 from refusals.providers import NormalizeError, normalize
-from refusals.providers._protocol import WireFormat
 from refusals.stream import StreamEvent, WireDecoder
 from refusals.transport.streams import StreamDecoder
 
@@ -40,31 +39,18 @@ FOLDER_PROVIDER = {
 }
 
 
-class _Declines:
-    """A wire format whose fast path declines every body."""
-
-    @staticmethod
-    def parse_fast(data: bytes | str, provider: str | None) -> None:
-        return None
-
-    @staticmethod
-    def parse_plain(data: bytes | str, provider: str | None) -> None:
-        return None
-
-
 def _no_fast(payload: bytes | str, provider: str | None) -> None:
     return None
 
 
 @contextlib.contextmanager
 def fast_off() -> Iterator[None]:
-    saved, last = providers._fast, providers._last_fast[0]
+    saved = providers._fast
     providers._fast = _no_fast
-    providers._last_fast[0] = (b"", cast(WireFormat, _Declines))
     try:
         yield
     finally:
-        providers._fast, providers._last_fast[0] = saved, last
+        providers._fast = saved
 
 
 def outcome(payload: Any, provider: str | None, status: int | None = None) -> object:

@@ -321,6 +321,7 @@ _ANCHOR_PIECES = st.sampled_from(
         "api key id:", "Incorrect API key provided: ", "key_", "x-api-key: ", "=", "@", "://",
         "aws_session_token=", "SessionToken", "secret ", "password", "credentials", "xai_",
         "pk-", "IQoJb3JpZ2lu", "api_key=", "-", "_", " ", "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+        "abc123defghij456klm", "x9", "\u00e9", "api", ":", "authorization",
     ]
 )  # fmt: skip
 _TEXT_PIECES = _ANCHOR_PIECES | st.text(max_size=12)

@@ -326,7 +326,7 @@ _ANCHORS: tuple[tuple[tuple[str, ...], ...], ...] = (
     (("api-key",),),
     (("aws_secret_access_key",), ("aws_session_token",), ("secretaccesskey",),
      ("sessiontoken",), ("x-amz-security-token",)),
-    (("key",), ("authorization",)),
+    (("api", "key", ":"), ("api", "key", "="), ("authorization", ":"), ("authorization", "=")),
     (("bearer",),),
     (("key",), ("token",), ("secret",), ("password",), ("credential",)),
     (("sk-",), ("sk_",), ("xai-",), ("xai_",), ("rk-",), ("rk_",), ("pk-",), ("pk_",)),
@@ -348,6 +348,11 @@ _INDEXED_ANCHORS = tuple(
     (index, tuple(anchor[0] if len(anchor) == 1 else anchor for anchor in anchors))
     for index, anchors in enumerate(_ANCHORS)
 )
+_UNPREFIXED_KEY = len(_NAMED_SECRETS) - 1
+"""The alternative whose secret is a run of at least 20 ASCII letters, digits, "_" or "-"
+(an unprefixed key after a word that names one): text without such a run (`_KEY_RUN`)
+cannot match it, and the words it looks for ("key", "token") are in most error messages."""
+_KEY_RUN = re.compile(r"[A-Za-z0-9_-]{20}")
 # One piece of every anchor, the shortest pieces first (most of them are inside longer ones).
 _ANY_ANCHOR = (
     "key", "token", "team:", "://", "bearer", "authorization", "secret", "password",
@@ -395,6 +400,8 @@ def _candidates(text: str) -> tuple[int, ...]:
             elif all(piece in folded_text for piece in anchor):
                 found.append(index)
                 break
+    if _UNPREFIXED_KEY in found and _KEY_RUN.search(text) is None:
+        found.remove(_UNPREFIXED_KEY)
     if _QUOTED_KEY.search(text) is not None:
         found.append(_QUOTED)
     return tuple(found)
