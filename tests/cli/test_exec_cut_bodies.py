@@ -16,7 +16,7 @@ from refusals.mock import MockServer
 from .._faults import FaultProxy, short_by
 from ._exec_support import WIRES, exec_on
 
-NO_REFUSAL_SIGNAL = frozenset({"gemini", "vertex", "bedrock"})
+NO_REFUSAL_SIGNAL = frozenset({"gemini", "vertex", "bedrock", "cohere"})
 
 
 @pytest.fixture(scope="module")

@@ -62,6 +62,7 @@ CASES: tuple[WireCase, ...] = (
     WireCase("deepseek", "deepseek", "/deepseek/v1"),
     WireCase("mistral", "mistral", "/mistral/v1"),
     WireCase("gemini", "gemini"),
+    WireCase("cohere", "cohere"),
     WireCase("vertex", "vertex", env=(("GOOGLE_CLOUD_PROJECT", "mock-project"),)),
     WireCase(
         "bedrock",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import botocore.session
+import cohere
 import pytest
 from anthropic.types import message_create_params as anthropic_params
 from anthropic.types.beta import message_create_params as beta_params
@@ -17,6 +18,7 @@ from pydantic import TypeAdapter
 from refusals.model import ToolCall
 from refusals.providers.anthropic import request as anthropic_request
 from refusals.providers.bedrock import request as bedrock_request
+from refusals.providers.cohere import request as cohere_request
 from refusals.providers.gemini import request as gemini_request
 from refusals.providers.openai_chat import request as chat_request
 from refusals.providers.openai_responses import request as responses_request
@@ -337,6 +339,74 @@ def test_bedrock_body_passes_botocore_parameter_validation(operation: str) -> No
         {"modelId": "m", **bedrock_request.converse_body(conversation())}, shape
     )
     assert not report.has_errors(), report.generate_report()
+
+
+# --- Cohere ----------------------------------------------------------------------------
+
+
+def test_cohere_body_has_system_tool_calls_tool_results_and_its_own_option_names() -> None:
+    body = cohere_request.chat_body(
+        conversation(output_schema=SCHEMA, extra={"safety_mode": "STRICT"}), stream=True
+    )
+    assert body == {
+        "model": "some-model",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Read the file."},
+            {
+                "role": "assistant",
+                "content": "Reading it.",
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path": "a.txt"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
+            {"role": "user", "content": "Thanks."},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "description": "Read a file.",
+                    "parameters": SCHEMA,
+                },
+            }
+        ],
+        "max_tokens": 256,
+        "temperature": 0.2,
+        "stop_sequences": ["END"],
+        "response_format": {"type": "json_object", "json_schema": SCHEMA},
+        "stream": True,
+        "safety_mode": "STRICT",
+    }
+    assert cohere_request.endpoint("https://api.cohere.com") == "https://api.cohere.com/v2/chat"
+
+
+def test_cohere_body_validates_against_the_sdk_types() -> None:
+    quiet = conversation(
+        messages=[Message("user", "hi"), Message("assistant", "", tool_calls=[])],
+        output_schema=SCHEMA,
+    )
+    for request in (conversation(output_schema=SCHEMA), quiet):
+        body = cohere_request.chat_body(request, stream=False)
+        messages = TypeAdapter(list[cohere.ChatMessageV2]).validate_python(body["messages"])
+        # The SDK's models keep unknown keys: what they dump is what was sent, so a key
+        # it does not know would show up as a difference in type, not go unnoticed.
+        dumped = [m.model_dump(exclude_none=True) for m in messages]
+        assert dumped == body["messages"]
+        assert [type(m).__name__ for m in messages][:2] == [
+            "SystemChatMessageV2",
+            "UserChatMessageV2",
+        ]
+        tools = TypeAdapter(list[cohere.ToolV2]).validate_python(body.get("tools", []))
+        assert [t.model_dump(exclude_none=True) for t in tools] == body.get("tools", [])
+        fmt = TypeAdapter(cohere.ResponseFormatV2).validate_python(body["response_format"])
+        assert type(fmt).__name__ == "JsonObjectResponseFormatV2"
 
 
 def test_a_cut_off_tool_call_is_sent_with_empty_arguments_not_invalid_json() -> None:

@@ -60,9 +60,9 @@ EXPECT: dict[str, Expect] = {
 FAST_SCENARIOS = [s for s in SCENARIOS if s != "slow"]
 BLOCKED = ["refusal", "refusal-mid-stream", "refusal-recommended", "filter-output", "filter-prompt"]
 POLICY = RetryPolicy(jitter=0.0)
-# Gemini, Vertex AI and Bedrock have no refusal signal: what the mock's refusal scenarios
+# Gemini, Vertex AI, Bedrock and Cohere have no refusal signal: what the mock's refusal scenarios
 # send there is each provider's safety block, a content-filter stop.
-NO_REFUSAL_SIGNAL = frozenset({"gemini", "vertex", "bedrock"})
+NO_REFUSAL_SIGNAL = frozenset({"gemini", "vertex", "bedrock", "cohere"})
 
 
 def declined(case: WireCase) -> FinishReason:
@@ -418,6 +418,7 @@ def test_a_missing_key_names_the_variable_to_set(monkeypatch: pytest.MonkeyPatch
         ("gemini:gemini-2.5-pro", "GEMINI_API_KEY or GOOGLE_API_KEY"),
         ("groq:llama", "GROQ_API_KEY"),
         ("azure:deployment", "AZURE_OPENAI_API_KEY or AZURE_OPENAI_AD_TOKEN"),
+        ("cohere:command-a-03-2025", "CO_API_KEY or COHERE_API_KEY"),
     ],
 )
 def test_each_provider_names_its_conventional_variables(
@@ -541,6 +542,12 @@ def test_a_bad_model_string_is_a_one_line_client_error(model: str, message: str)
             ("authorization", "Bearer KEY"),
         ),
         (
+            "cohere:command-a-03-2025",
+            {},
+            "https://api.cohere.com/v2/chat",
+            ("authorization", "Bearer KEY"),
+        ),
+        (
             "bedrock:anthropic.claude-x:0",
             {"AWS_REGION": "us-west-2"},
             "https://bedrock-runtime.us-west-2.amazonaws.com/model/anthropic.claude-x%3A0/converse-stream",
@@ -559,6 +566,7 @@ def test_each_provider_is_reached_at_its_documented_url_with_its_auth_header(
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("CO_API_URL", raising=False)
     client = client_for(model, api_key="KEY")
     assert isinstance(client, HTTPClient)
     prepared = client._prepare(hello(), stream=True)

@@ -16,6 +16,7 @@ from refusals import FinishReason, normalize
 from refusals.mock.server import MockServer
 from refusals.providers import PROVIDERS, provider_for_url
 from refusals.providers.registry import VENDORS, vendor
+from refusals.transport import clients
 from refusals.transport.clients import MODEL_PROVIDERS, ClientError, HTTPClient, client_for
 
 from ._mockwire import SENTINEL_KEY, hello, run
@@ -84,6 +85,37 @@ def test_the_exec_command_of_the_guide_exits_3_for_a_refusal(server: MockServer)
     assert server.app.count() == 1
 
 
-def test_a_provider_that_is_read_but_not_called_says_so() -> None:
-    with pytest.raises(ClientError, match="cohere responses can be read"):
-        client_for("cohere:command-r")
+def test_a_provider_that_is_read_but_not_called_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No row is read-only today; a row without a wire would be.
+    monkeypatch.setattr(clients, "_READ_ONLY", frozenset({"acme"}))
+    with pytest.raises(ClientError, match="acme responses can be read"):
+        client_for("acme:model")
+
+
+def test_cohere_is_called_on_its_chat_endpoint_with_the_sdk_variables(
+    server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    row = vendor("cohere")
+    assert row is not None and row.wire == "cohere" and row.base_url == "https://api.cohere.com"
+    monkeypatch.setenv("CO_API_KEY", SENTINEL_KEY)
+    monkeypatch.setenv("CO_API_URL", server.base_url)
+    server.app.reset()
+    client = client_for("cohere:mock-refusal")
+    response = run(client.complete(hello()))
+    # Cohere has no refusal signal: its only word for blocked output is ERROR_TOXIC.
+    assert response.finish_reason is FinishReason.CONTENT_FILTER
+    assert response.provider == "cohere"
+    assert [r.path for r in server.app.requests] == ["/v2/chat"]
+    stream = client_for("cohere:mock-answer").stream(hello())
+    events: list[object] = []
+
+    async def collect() -> None:
+        async for event in stream:
+            events.append(event)
+
+    run(collect())
+    assert stream.response.finish_reason is FinishReason.STOP
+    assert stream.response.content
+    assert server.app.count() == 2
+    assert server.app.requests[-1].path == "/v2/chat"
+    assert SENTINEL_KEY not in repr(events) + repr(stream.response)

@@ -13,7 +13,7 @@ from typing import Literal
 
 __all__ = ["VENDORS", "Vendor", "Wire", "vendor"]
 
-Wire = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"]
+Wire = Literal["anthropic", "openai-chat", "openai-responses", "gemini", "bedrock", "cohere"]
 """The request formats the clients speak."""
 
 Format = Literal[
@@ -150,8 +150,16 @@ VENDORS: tuple[Vendor, ...] = (
         key_env=("MISTRAL_API_KEY",),
         hosts=("api.mistral.ai",),
     ),
-    # Read, not yet called: no client speaks Cohere's chat API.
-    Vendor("cohere", "cohere", hosts=("api.cohere.com", "api.cohere.ai")),
+    Vendor(
+        "cohere",
+        "cohere",
+        wire="cohere",
+        base_url="https://api.cohere.com",
+        # The SDK's variables: CO_API_KEY documented, COHERE_API_KEY accepted.
+        key_env=("CO_API_KEY", "COHERE_API_KEY"),
+        base_url_env=("CO_API_URL",),
+        hosts=("api.cohere.com", "api.cohere.ai"),
+    ),
     # Hosts of OpenAI-compatible servers: called with their prefix, read as plain OpenAI.
     Vendor(
         "together",

@@ -49,6 +49,7 @@ from refusals.providers import NormalizeError, normalize
 from refusals.providers._common import redact
 from refusals.providers.anthropic import request as anthropic_request
 from refusals.providers.bedrock import request as bedrock_request
+from refusals.providers.cohere import request as cohere_request
 from refusals.providers.gemini import request as gemini_request
 from refusals.providers.openai_chat import request as chat_request
 from refusals.providers.openai_responses import request as responses_request
@@ -388,6 +389,9 @@ class HTTPClient:
                 project=self._settings["project"] if vertex else None,
                 location=self._settings["location"] if vertex else None,
             )
+        elif self.wire == "cohere":
+            body = cohere_request.chat_body(request, stream=stream)
+            url = cohere_request.endpoint(self.base_url)
         else:
             body = bedrock_request.converse_body(request)
             url = bedrock_request.endpoint(self.base_url, model=self.wire_name, stream=stream)
@@ -409,6 +413,8 @@ class HTTPClient:
             return chat_request.auth_headers(self.provider, secret.value, secret.source)
         if self.wire == "gemini":
             return gemini_request.auth_headers(self.provider, secret.value)
+        if self.wire == "cohere":
+            return cohere_request.auth_headers(secret.value)
         return {"authorization": f"Bearer {secret.value}"}
 
     async def _send(self, prepared: _Prepared, *, stream: bool, deadline: float) -> httpx.Response:
