@@ -20,6 +20,13 @@ streams <= 2x their floor at the median, none over 4x, and a short stream (one o
 events) under 20 µs above its floor; the openai SDK at least 20x slower on recorded
 OpenAI streams; LiteLLM at least 20x slower.
 
+Lower bound, for bodies: the floor (decoding the bytes) plus building the objects a
+reader returns, from constants, measured beside them (`LLMResponse` and its `Usage`; for
+an error also the `ProviderError` and `StopDetails`, after the provider's message went
+through `bounded_message`, the redaction every error message gets), with no reading
+logic at all. No reader that returns an `LLMResponse` can cost less; a target below this
+bound cannot be met by making the readers faster.
+
 Run: python bench/bench_readers.py [--repeats N]
 """
 
@@ -42,7 +49,9 @@ from typing import Any
 import orjson
 
 from refusals import FinishReason, normalize
+from refusals.model import ErrorKind, ProviderError, StopDetails, new_response, new_usage
 from refusals.providers import NormalizeError
+from refusals.providers._common import bounded_message
 from refusals.transport.streams import StreamDecoder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +70,7 @@ class Item:
     events: int = 0
     ours: Callable[[], Any] = field(default=lambda: None)
     floor: Callable[[], Any] = field(default=lambda: None)
+    bound: Callable[[], Any] | None = None
     baselines: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
 
@@ -134,6 +144,7 @@ def _item(name: str, path: Path, data: bytes) -> Item | None:
         kind = "blocked"
     else:
         kind = "body"
+    message = result.error.message if result.error is not None else None
     return Item(
         name,
         kind,
@@ -141,6 +152,23 @@ def _item(name: str, path: Path, data: bytes) -> Item | None:
         status=status,
         ours=lambda: normalize(data, status=status),
         floor=lambda: orjson.loads(data),
+        bound=partial(lower_bound, data, status, message if kind == "error" else None),
+    )
+
+
+def lower_bound(data: bytes, status: int | None, message: str | None) -> Any:
+    """Building what a reader of `data` returns, with no reading logic (the decode is the
+    floor's, added to this when the bound is given)."""
+    error = None
+    details: list[str] = []
+    if status is not None or message is not None:
+        text = bounded_message(message or "")
+        error = ProviderError(ErrorKind.POLICY, status, "code", text)
+        details.append(str(StopDetails(explanation=text)))
+    usage = new_usage(0, 0, 0, 0, [])
+    finish = FinishReason.ERROR if error is not None else FinishReason.STOP
+    return new_response(
+        None, [], None, details, usage, finish, None, "model", "id", "p", "api", False, error
     )
 
 
@@ -194,7 +222,7 @@ def measure(items: list[Item], repeats: int, seed: int = 18) -> dict[str, dict[s
     """Median µs per item and per measured thing ("floor", "ours", baselines)."""
     cost = _timer_cost()
     samples: dict[str, dict[str, list[float]]] = {
-        item.name: {key: [] for key in ("floor", "ours", *item.baselines)} for item in items
+        item.name: {key: [] for key in _measured(item)} for item in items
     }
     rng = random.Random(seed)
     order = list(items)
@@ -206,7 +234,7 @@ def measure(items: list[Item], repeats: int, seed: int = 18) -> dict[str, dict[s
         rng.shuffle(order)
         for item in order:
             slot = samples[item.name]
-            for key, call in (("floor", item.floor), ("ours", item.ours), *item.baselines.items()):
+            for key, call in _measured(item).items():
                 start = clock()
                 call()
                 slot[key].append(max(clock() - start - cost, 1) / 1000)
@@ -214,6 +242,13 @@ def measure(items: list[Item], repeats: int, seed: int = 18) -> dict[str, dict[s
         name: {key: statistics.median(values) for key, values in slot.items()}
         for name, slot in samples.items()
     }
+
+
+def _measured(item: Item) -> dict[str, Callable[[], Any]]:
+    calls = {"floor": item.floor, "ours": item.ours}
+    if item.bound is not None:
+        calls["bound"] = item.bound
+    return {**calls, **item.baselines}
 
 
 def verdict(ok: bool) -> str:
@@ -263,6 +298,18 @@ def main() -> int:
             f"{verdict(median <= targets[kind])}), max {worst:.2f}x ({worst_name}; target "
             f"<= 4x: {verdict(worst <= 4.0)})"
         )
+        bounds = sorted(
+            1 + figures[i.name]["bound"] / figures[i.name]["floor"]
+            for i in items
+            if i.kind == kind and i.bound is not None
+        )
+        if bounds:
+            least = statistics.median(bounds)
+            print(
+                f"  lower bound (decode + the objects returned, no reading logic): median "
+                f"{least:.2f}x, max {bounds[-1]:.2f}x; the median target is "
+                f"{'above' if targets[kind] > least else 'BELOW'} it"
+            )
     short = [i for i in items if i.kind == "stream" and i.events <= 2]
     if short:
         over = [figures[i.name]["ours"] - figures[i.name]["floor"] for i in short]
