@@ -33,7 +33,7 @@ HEAVY_PREFIXES = (
     "refusals.providers",
     "refusals.transport",
     "refusals.model",
-    "refusals.stream",
+    "refusals.events",
 )
 COMMAND_MODULES = frozenset(module for module, _, _ in COMMANDS.values())
 

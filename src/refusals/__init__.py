@@ -18,6 +18,17 @@ from refusals.sanitize import sanitize
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from refusals.events import (
+        FallbackSeam,
+        ReasoningDelta,
+        RefusalDelta,
+        StreamError,
+        StreamEvent,
+        TextDelta,
+        ToolCallDelta,
+        UsageUpdate,
+        Verdict,
+    )
     from refusals.model import (
         ErrorKind,
         Fallback,
@@ -43,17 +54,6 @@ if TYPE_CHECKING:
         refusal_reason,
     )
     from refusals.request import Message, Request
-    from refusals.stream import (
-        FallbackSeam,
-        ReasoningDelta,
-        RefusalDelta,
-        StreamError,
-        StreamEvent,
-        TextDelta,
-        ToolCallDelta,
-        UsageUpdate,
-        Verdict,
-    )
     from refusals.transport.clients import client_for
     from refusals.transport.streams import StreamDecoder, decode_stream
 
@@ -100,7 +100,7 @@ __version__ = "0.1.0"
 
 _MODEL = "refusals.model"
 _REFUSAL = "refusals.refusal"
-_STREAM = "refusals.stream"
+_STREAM = "refusals.events"
 
 # public name -> module that defines it; read only by __getattr__ below.
 _LAZY: dict[str, str] = {

@@ -1,6 +1,6 @@
 """A scripted `ModelClient`: our own client protocol, answering from a list of event lists.
 
-Each call consumes the next script (a list of `refusals.stream` events); the response is
+Each call consumes the next script (a list of `refusals.events` events); the response is
 folded by the real `StreamAccumulator`, as every stream decoder folds it. Requests are
 recorded as sent, so tests can read what a later request carried.
 """
@@ -11,9 +11,7 @@ import copy
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
-from refusals.request import Request
-from refusals.stream import (
+from refusals.events import (
     RefusalDelta,
     StreamAccumulator,
     StreamEvent,
@@ -21,6 +19,8 @@ from refusals.stream import (
     ToolCallDelta,
     Verdict,
 )
+from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
+from refusals.request import Request
 from refusals.transport.base import Attempt
 
 Script = Sequence[StreamEvent]

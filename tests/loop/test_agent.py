@@ -11,6 +11,14 @@ import orjson
 import pytest
 
 from refusals import notice
+from refusals.events import (
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Verdict,
+)
 from refusals.loop.agent import Agent, declined_message
 from refusals.loop.events import (
     Event,
@@ -26,14 +34,6 @@ from refusals.loop.outcome import Outcome
 from refusals.loop.subagents import SubagentPolicy
 from refusals.loop.tools import Tool, ToolRegistry
 from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
-from refusals.stream import (
-    RefusalDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Verdict,
-)
 from tests.loop._scripted import ScriptedClient, refusal, sent_texts, text, tool_call
 
 T = TypeVar("T")

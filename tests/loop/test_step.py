@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from refusals.events import StreamAccumulator, StreamEvent, TextDelta, Verdict
 from refusals.loop import step as step_module
 from refusals.loop.gates import GateAction, Gates
 from refusals.loop.step import Step, StepKind, classify, run_step
 from refusals.model import FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.refusal import notice
 from refusals.request import Request
-from refusals.stream import StreamAccumulator, StreamEvent, TextDelta, Verdict
 from refusals.transport.base import Attempt
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from refusals import providers
+from refusals.events import StreamEvent, WireDecoder
 from refusals.model import LLMResponse
 from refusals.providers import NormalizeError, normalize
-from refusals.stream import StreamEvent, WireDecoder
 from refusals.transport.streams import StreamDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -23,6 +23,7 @@ import orjson
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError, StreamEvent, WireDecoder
 from refusals.model import FinishReason, LLMResponse
 from refusals.providers import (
     NormalizeError,
@@ -35,7 +36,6 @@ from refusals.providers import (
     openai_chat,
     openai_responses,
 )
-from refusals.stream import StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import SSEParser
 from refusals.transport.streams import StreamDecoder, decode_stream
 

@@ -18,9 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import ErrorKind, Fallback, FinishReason, LLMResponse, StopDetails, normalize, notice
-from refusals.model import detail_type
-from refusals.providers import anthropic
-from refusals.stream import (
+from refusals.events import (
     FallbackSeam,
     ReasoningDelta,
     StreamError,
@@ -29,6 +27,8 @@ from refusals.stream import (
     UsageUpdate,
     Verdict,
 )
+from refusals.model import detail_type
+from refusals.providers import anthropic
 from refusals.transport.framing import SSEParser
 from refusals.transport.streams import StreamDecoder, decode_stream
 from tests.providers._support import (

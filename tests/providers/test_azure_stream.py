@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError
 from refusals.model import FinishReason
 from refusals.providers import normalize
-from refusals.stream import StreamError
 from tests.providers._support import (
     DONE,
     FILTERED,

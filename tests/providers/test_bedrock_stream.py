@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import ErrorKind, FinishReason, LLMResponse, StopDetails, normalize, notice
+from refusals.events import ReasoningDelta, StreamError, TextDelta, ToolCallDelta, Verdict
 from refusals.providers import bedrock
-from refusals.stream import ReasoningDelta, StreamError, TextDelta, ToolCallDelta, Verdict
 from refusals.transport.framing import encode_event_stream
 from refusals.transport.streams import StreamDecoder, decode_stream
 from tests.providers._support import (

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError, Verdict
 from refusals.model import ErrorKind, FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.providers import cohere as cohere_module
 from refusals.providers import normalize
-from refusals.stream import StreamError, Verdict
 from tests.providers import _support
 from tests.providers._support import (
     BYTE_EDITS,

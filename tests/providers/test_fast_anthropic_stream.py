@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refusals.events import StreamEvent, TextDelta
 from refusals.providers import anthropic
-from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
 from tests.providers._fast_support import run_stream, strict_off
 from tests.providers._support import FIXTURES, WRONG_VALUES, mutated, mutated_bytes

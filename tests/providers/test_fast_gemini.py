@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refusals.events import StreamEvent
 from refusals.model import FinishReason, LLMResponse
 from refusals.providers import gemini
-from refusals.stream import StreamEvent
 from tests.providers._fast_support import FIXTURES, agree, taken_fast
 
 GEMINI = FIXTURES / "gemini"

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from refusals.events import StreamEvent, TextDelta
 from refusals.providers import openai_chat
-from refusals.stream import StreamEvent, TextDelta
 from tests.providers._fast_support import (
     FIXTURES,
     agree,

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import providers
+from refusals.events import StreamEvent, TextDelta
 from refusals.model import LLMResponse
 from refusals.providers import openai_responses
 from refusals.providers.openai_responses import schema as responses_schema
-from refusals.stream import StreamEvent, TextDelta
 from refusals.transport.framing import SSEParser
 from tests.providers._fast_support import FIXTURES, agree, run_stream, strict_off, taken_fast
 from tests.providers._support import WRONG_VALUES, json_paths, replace_at

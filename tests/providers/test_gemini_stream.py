@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError, TextDelta, Verdict
 from refusals.model import ErrorKind, FinishReason, LLMResponse, StopDetails
 from refusals.providers import gemini as gemini_module
 from refusals.providers import normalize
-from refusals.stream import StreamError, TextDelta, Verdict
 from tests.providers import _support
 from tests.providers._support import (
     BYTE_EDITS,

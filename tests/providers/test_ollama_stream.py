@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError, Verdict
 from refusals.model import ErrorKind, FinishReason, LLMResponse, StopDetails, ToolCall
 from refusals.providers import normalize
 from refusals.providers import ollama as ollama_module
-from refusals.stream import StreamError, Verdict
 from tests.providers import _support
 from tests.providers._support import (
     BYTE_EDITS,

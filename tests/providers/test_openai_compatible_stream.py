@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import ReasoningDelta, StreamError
 from refusals.model import ErrorKind, FinishReason
 from refusals.providers import normalize
-from refusals.stream import ReasoningDelta, StreamError
 from tests.providers._support import (
     DECLINED,
     DONE,

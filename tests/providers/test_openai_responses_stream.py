@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refusals import notice
+from refusals.events import StreamError, Verdict
 from refusals.model import ErrorKind, FinishReason
 from refusals.providers import normalize
 from refusals.providers import openai_chat as chat_module
 from refusals.providers import openai_responses as responses_module
-from refusals.stream import StreamError, Verdict
 from tests.providers._support import (
     CHAT_STREAMS,
     DECLINED,

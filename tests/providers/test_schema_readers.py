@@ -3,8 +3,8 @@ the lenient pass reads the event once, whole (no model, call or usage counted tw
 
 from __future__ import annotations
 
+from refusals.events import ToolCallDelta
 from refusals.providers import anthropic, gemini, ollama
-from refusals.stream import ToolCallDelta
 
 # A lone surrogate escape: msgspec takes it, orjson (which reads raw JSON values) does not.
 ODD = b'"\\ud800x"'

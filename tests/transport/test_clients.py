@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 import refusals
+from refusals.events import StreamError, StreamEvent, TextDelta, Verdict
 from refusals.mock import MAGIC_REFUSAL_STRING, SCENARIOS, MockServer
 from refusals.model import ErrorKind, FinishReason, LLMResponse
 from refusals.request import Message, Request
-from refusals.stream import StreamError, StreamEvent, TextDelta, Verdict
 from refusals.transport.base import Attempt
 from refusals.transport.clients import ClientError, HTTPClient, client_for, parse_model_string
 from refusals.transport.retry import RetryPolicy, retry_after

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import refusals
+from refusals.events import StreamError, StreamEvent, TextDelta
 from refusals.mock import MockApp, MockServer
 from refusals.model import ErrorKind, FinishReason, LLMResponse
-from refusals.stream import StreamError, StreamEvent, TextDelta
 from refusals.transport.clients import client_for
 from refusals.transport.fallback import FallbackChain
 from refusals.transport.retry import RetryPolicy

@@ -9,12 +9,12 @@ import orjson
 import pytest
 
 import refusals
+from refusals.events import FallbackSeam, StreamEvent, TextDelta, Verdict
 from refusals.mock import MockApp, MockServer
 from refusals.model import FinishReason, LLMResponse, StopDetails
 from refusals.providers.anthropic.request import FALLBACK_CREDIT_BETA
 from refusals.refusal import FALLBACK_DECLINED_SENTENCE, NEXT_STEP_SENTENCE
 from refusals.request import Message, Request
-from refusals.stream import FallbackSeam, StreamEvent, TextDelta, Verdict
 from refusals.transport.clients import HTTPClient, client_for
 from refusals.transport.fallback import FallbackChain, hop_request
 from refusals.transport.retry import RetryPolicy

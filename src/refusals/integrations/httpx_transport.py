@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import orjson
 
+from refusals.events import Verdict
 from refusals.model import (
     ErrorKind,
     FinishReason,
@@ -43,7 +44,6 @@ from refusals.model import (
 from refusals.providers import NormalizeError, normalize
 from refusals.providers.fingerprint import conversation_fingerprint, non_streaming_path
 from refusals.refusal import notice as notice_of
-from refusals.stream import Verdict
 from refusals.transport.streams import (
     STREAM_MEDIA_TYPES,
     StreamDecoder,

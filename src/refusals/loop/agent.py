@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from refusals.events import FallbackSeam
 from refusals.loop.events import (
     Event,
     EventSink,
@@ -64,7 +65,6 @@ from refusals.loop.tools import Tool, ToolRegistry, ToolResult, parse_arguments
 from refusals.model import FinishReason, LLMResponse, ToolCall, Usage, detail_type
 from refusals.refusal import is_blocked_notice, refusal_explanation
 from refusals.request import Message, Request
-from refusals.stream import FallbackSeam
 from refusals.transport.base import TIMEOUT_CODE, ModelClient
 
 DEFAULT_MAX_TURNS = 20

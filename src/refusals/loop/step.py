@@ -13,16 +13,16 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from refusals.model import FinishReason, LLMResponse
-from refusals.refusal import notice
-from refusals.request import Request
-from refusals.stream import (
+from refusals.events import (
     FallbackSeam,
     ReasoningDelta,
     StreamEvent,
     TextDelta,
     Verdict,
 )
+from refusals.model import FinishReason, LLMResponse
+from refusals.refusal import notice
+from refusals.request import Request
 from refusals.transport.base import ModelClient
 
 _TERMINAL = frozenset({FinishReason.REFUSAL, FinishReason.CONTENT_FILTER})

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from refusals.events import WireDecoder, never_retried
 from refusals.model import FinishReason, LLMResponse, clean_text, loads_lenient, sanitize_json
 from refusals.providers import (
     _headers,
@@ -41,7 +42,6 @@ from refusals.providers._common import (
 from refusals.providers._detection import CLAIMED_EARLIER
 from refusals.providers._protocol import WireFormat
 from refusals.providers.registry import VENDORS
-from refusals.stream import WireDecoder, never_retried
 
 __all__ = [
     "NOT_PLAIN",

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 import msgspec
 import orjson
 
+from refusals.events import StreamError, StreamEvent, Verdict
 from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError, StopDetails
 from refusals.refusal import truncate_within
-from refusals.stream import StreamError, StreamEvent, Verdict
 
 JsonObject = dict[str, Any]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from refusals.events import WireDecoder
 from refusals.model import LLMResponse
 from refusals.providers._common import JsonObject, Plain
-from refusals.stream import WireDecoder
 
 
 class WireFormat(Protocol):

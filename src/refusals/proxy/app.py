@@ -29,6 +29,7 @@ import httpx
 import orjson
 import yarl
 
+from refusals.events import Verdict
 from refusals.model import FinishReason, LLMResponse, StopDetails
 from refusals.providers import PROVIDERS, NormalizeError, normalize
 from refusals.providers.fingerprint import conversation_fingerprint, non_streaming_path
@@ -37,7 +38,6 @@ from refusals.proxy.metrics import Metrics
 from refusals.proxy.store import Blocked, FingerprintStore
 from refusals.scan import record_from_response
 from refusals.serving import Receive, Scope, Send, read_body
-from refusals.stream import Verdict
 from refusals.transport.fallback import BlockPolicy, Rule
 from refusals.transport.streams import (
     STREAM_MEDIA_TYPES,

@@ -14,9 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from refusals.model import FinishReason, LLMResponse
-from refusals.request import Request
-from refusals.stream import (
+from refusals.events import (
     FallbackSeam,
     ReasoningDelta,
     RefusalDelta,
@@ -25,6 +23,8 @@ from refusals.stream import (
     ToolCallDelta,
     Verdict,
 )
+from refusals.model import FinishReason, LLMResponse
+from refusals.request import Request
 
 TIMEOUT_CODE = "timeout"
 """`ProviderError.code` of a call that ran over its timeout (`--timeout`)."""

@@ -38,6 +38,7 @@ from typing import Any, Literal
 import httpx
 import orjson
 
+from refusals.events import StreamError, StreamEvent, Verdict
 from refusals.model import (
     ErrorKind,
     FinishReason,
@@ -55,7 +56,6 @@ from refusals.providers.openai_chat import request as chat_request
 from refusals.providers.openai_responses import request as responses_request
 from refusals.providers.registry import VENDORS, Wire
 from refusals.request import Request
-from refusals.stream import StreamError, StreamEvent, Verdict
 from refusals.transport.auth import (
     MissingCredentials,
     Secret,

@@ -37,11 +37,11 @@ from typing import Any, Literal
 
 import orjson
 
+from refusals.events import FallbackSeam, StreamEvent, Verdict
 from refusals.model import Fallback, FinishReason, LLMResponse, StopDetails
 from refusals.providers.anthropic.request import FALLBACK_CREDIT_BETA
 from refusals.refusal import refusal_explanation
 from refusals.request import Message, Request
-from refusals.stream import FallbackSeam, StreamEvent, Verdict
 from refusals.transport.base import (
     Attempt,
     ModelClient,

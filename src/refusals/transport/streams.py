@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import orjson
 
+from refusals.events import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.model import (
     ErrorKind,
     LLMResponse,
@@ -29,7 +30,6 @@ from refusals.providers import (
     stream_decoder_for,
 )
 from refusals.providers._common import bounded_message
-from refusals.stream import StreamAccumulator, StreamError, StreamEvent, WireDecoder
 from refusals.transport.framing import (
     MAX_EVENT_STREAM_MESSAGE,
     EventStreamMessage,

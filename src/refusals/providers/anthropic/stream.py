@@ -12,6 +12,17 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from refusals.events import (
+    FallbackSeam,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import FinishReason, StopDetails, Usage
 from refusals.providers._common import (
     FAST_FAILED,
@@ -37,17 +48,6 @@ from refusals.providers.anthropic.schema import (
     StartMessage,
     StopFacts,
     decode_event,
-)
-from refusals.stream import (
-    FallbackSeam,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
 )
 
 STREAM_EVENTS = frozenset(

@@ -9,6 +9,16 @@ from typing import Any
 import msgspec
 import orjson
 
+from refusals.events import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import (
     ErrorKind,
     FinishReason,
@@ -55,16 +65,6 @@ from refusals.providers.bedrock.schema import (
     decode_invoke_chunk,
     decode_opaque,
     decode_wrapped,
-)
-from refusals.stream import (
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
 )
 
 STREAM_EVENTS = frozenset(

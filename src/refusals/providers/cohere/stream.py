@@ -7,6 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from refusals.events import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import Usage
 from refusals.providers._common import FAST_FAILED, error_events, stream_error
 from refusals.providers._lenient import lenient
@@ -20,16 +30,6 @@ from refusals.providers.cohere.response import (
 )
 from refusals.providers.cohere.schema import CallV1, Chat, Event, decode_event
 from refusals.providers.cohere.schema import Usage as UsageHolder
-from refusals.stream import (
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
-)
 
 V2_STREAM_EVENTS = frozenset(
     {

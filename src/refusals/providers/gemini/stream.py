@@ -7,6 +7,16 @@ from typing import Any
 
 import msgspec
 
+from refusals.events import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import FinishReason, StopDetails
 from refusals.providers._common import FAST_FAILED, JsonObject, error_events
 from refusals.providers._lenient import lenient
@@ -27,16 +37,6 @@ from refusals.providers.gemini.response import (
     wire_keys,
 )
 from refusals.providers.gemini.schema import Body, Candidate, Feedback, UsageMetadata, decode_body
-from refusals.stream import (
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
-)
 
 # A proxy may name the events with the SSE default type; Google sends no `event:` lines.
 _STREAM_EVENT_NAMES = (None, "message")

@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from refusals.events import (
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import ToolCall
 from refusals.providers._common import FAST_FAILED, error_events
 from refusals.providers._lenient import lenient
@@ -17,16 +27,6 @@ from refusals.providers.ollama.response import (
     usage_of,
 )
 from refusals.providers.ollama.schema import Body, Message, decode_body
-from refusals.stream import (
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
-)
 
 
 class OllamaStreamReader(WireDecoder):

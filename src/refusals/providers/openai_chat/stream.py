@@ -10,6 +10,17 @@ from typing import Any
 
 import msgspec
 
+from refusals.events import (
+    ReasoningDelta,
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import (
     Detail,
     ErrorKind,
@@ -64,17 +75,6 @@ from refusals.providers.openai_chat.schema import (
     decode_legacy,
 )
 from refusals.providers.openai_chat.vendors import error_vendor, response_vendor
-from refusals.stream import (
-    ReasoningDelta,
-    RefusalDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
-)
 
 _STREAM_EVENT_NAMES = (None, "message", "error")
 """SSE event names of a Chat Completions stream: none at all; `message`, the SSE default,

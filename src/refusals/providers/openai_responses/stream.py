@@ -7,6 +7,17 @@ from typing import Any
 
 import msgspec
 
+from refusals.events import (
+    ReasoningDelta,
+    RefusalDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageUpdate,
+    Verdict,
+    WireDecoder,
+)
 from refusals.model import (
     FinishReason,
     LLMResponse,
@@ -31,17 +42,6 @@ from refusals.providers.openai_responses.response import (
     to_response,
 )
 from refusals.providers.openai_responses.schema import Event, Item, Response, decode_event
-from refusals.stream import (
-    ReasoningDelta,
-    RefusalDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageUpdate,
-    Verdict,
-    WireDecoder,
-)
 
 _UNSET: Any = msgspec.UNSET
 _TEXT_DELTA = "response.output_text.delta"
