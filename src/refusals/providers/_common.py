@@ -104,12 +104,6 @@ def string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def integer(value: Any) -> int:
-    """A token count: `value` when it is a non-negative integer, else 0."""
-    # type() rather than isinstance: a JSON boolean is an int subclass, and not a count.
-    return value if type(value) is int and value > 0 else 0
-
-
 def require_object(payload: Any, what: str) -> JsonObject:
     if not isinstance(payload, dict):
         raise NormalizeError(f"expected {what} as a JSON object, got {type_name(payload)}")
