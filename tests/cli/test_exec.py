@@ -292,6 +292,8 @@ def test_no_model_and_no_key_runs_the_offline_mock_and_says_so() -> None:
             {"ANTHROPIC_API_KEY": "sk-secret-value"},
             "no --model given and ANTHROPIC_API_KEY",
         ),
+        (["hi"], {"CO_API_KEY": "sk-secret-value"}, "no --model given and CO_API_KEY"),
+        (["hi"], {"CEREBRAS_API_KEY": "sk-secret-value"}, "no --model given and CEREBRAS_API_KEY"),
     ],
 )
 def test_usage_errors_are_one_line_with_exit_code_2(

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MOCK_DEFAULT",
-    "PROVIDER_KEY_VARIABLES",
     "SYSTEM_PROMPT",
     "UsageError",
     "choose_model",
@@ -33,27 +32,24 @@ __all__ = [
     "make_client",
     "make_workspace",
     "model_options",
+    "provider_key_variables",
     "resolve",
 ]
 
 MOCK_DEFAULT = "mock:answer"
 
-# Environment variables that mean the user has a provider configured; with one set and
-# no --model there is no safe guess of a model, so the command asks for one.
-PROVIDER_KEY_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "AZURE_OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "OPENROUTER_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "XAI_API_KEY",
-    "GROQ_API_KEY",
-    "MISTRAL_API_KEY",
-    "TOGETHER_API_KEY",
-)
+
+def provider_key_variables() -> tuple[str, ...]:
+    """Environment variables that mean the user has a provider configured: every key
+    variable of every provider a client calls (`providers/registry.py`). With one set and
+    no --model there is no safe guess of a model, so the command asks for one."""
+    # The registry's package loads every wire format, which --help does not need.
+    from refusals.providers.registry import VENDORS  # noqa: PLC0415 - see above
+
+    return tuple(
+        dict.fromkeys(name for row in VENDORS if row.wire is not None for name in row.key_env)
+    )
+
 
 SYSTEM_PROMPT = (
     "You are a careful agent working in a workspace directory. Use the tools offered to "
@@ -70,7 +66,7 @@ def choose_model(model: str | None) -> tuple[str, str | None]:
     """The model to run, and a note for stderr when it was chosen for the user."""
     if model:
         return model, None
-    configured = [name for name in PROVIDER_KEY_VARIABLES if os.environ.get(name)]
+    configured = [name for name in provider_key_variables() if os.environ.get(name)]
     if configured:
         raise UsageError(
             f"no --model given and {configured[0]} is set; pass --model PROVIDER:MODEL "
