@@ -12,8 +12,10 @@ import orjson
 import pytest
 
 from refusals.mock import MAX_BODY_BYTES, MockApp, MockServer, assert_not_resent, assert_sent_once
+from refusals.mock.wire import WIRES
 from refusals.model import ErrorKind
 from refusals.providers import normalize
+from refusals.providers.registry import VENDORS
 from tests.mock._wires import call
 
 AUTHENTICATED = (
@@ -289,3 +291,23 @@ def test_a_wire_path_answers_only_post(server: MockServer) -> None:
     answer = httpx.get(server.base_url + "/v1/messages", timeout=10)
     assert answer.status_code == 405
     assert answer.headers["allow"] == "POST"
+
+
+def test_every_chat_vendor_of_the_registry_is_served_under_its_name(server: MockServer) -> None:
+    own_dialect = {
+        row.name
+        for row in VENDORS
+        if row.format == "openai-chat" and row.reads_as is None and row.name != "openai"
+    }
+    assert own_dialect <= set(WIRES)
+    for name in sorted(own_dialect - {"azure"}):  # Azure names a deployment instead
+        server.app.reset()
+        reply = post(
+            server,
+            f"/{name}/v1/chat/completions",
+            {"model": "mock-answer", "messages": [{"role": "user", "content": "hi"}]},
+            {"authorization": "Bearer k"},
+        )
+        assert reply.status_code == 200, name
+        assert [r.wire for r in server.app.requests] == [name]
+        assert normalize(reply.content, provider=name).content

@@ -259,6 +259,31 @@ def test_policy_routes_a_streamed_refusal_on_its_resend(
     assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-answer"]
 
 
+def test_a_fallback_of_any_chat_provider_in_the_registry_takes_a_chat_call(
+    mock: MockServer, make_proxy: MakeProxy
+) -> None:
+    # Cerebras (one registry row, read as OpenAI) speaks Chat Completions: its model can
+    # take an OpenAI chat call on the same upstream; Gemini's cannot, so it is skipped.
+    models = ("gemini:mock-answer", "cerebras:mock-answer")
+    only_gemini = BlockPolicy({"default": Rule("fallback", "gemini:mock-answer")})
+    proxy = make_proxy(Upstream("openai", mock.base_url), policy=only_gemini)
+    raw = _openai(proxy).chat.completions.with_raw_response.create(
+        model="mock-refusal", messages=USER
+    )
+    assert raw.parse().choices[0].message.refusal  # nothing routable: the refusal stands
+    assert FALLBACK_HEADER not in raw.headers
+    first_routable = BlockPolicy({"default": Rule("fallback")})
+    proxy = make_proxy(
+        Upstream("openai", mock.base_url), policy=first_routable, fallback_models=models
+    )
+    raw = _openai(proxy).chat.completions.with_raw_response.create(
+        model="mock-refusal", messages=[{"role": "user", "content": "another prompt"}]
+    )
+    assert raw.parse().choices[0].finish_reason == "stop"
+    assert raw.headers[FALLBACK_HEADER] == "mock-refusal"
+    assert [r.model for r in mock.app.requests] == ["mock-refusal", "mock-refusal", "mock-answer"]
+
+
 def test_policy_stop_for_a_category_keeps_blocking(mock: MockServer, make_proxy: MakeProxy) -> None:
     policy = BlockPolicy({"cyber": Rule("stop"), "default": Rule("fallback", "mock:mock-answer")})
     proxy = make_proxy(Upstream("mock", mock.base_url), policy=policy)

@@ -45,6 +45,7 @@ from refusals.mock.scenarios import (
 )
 from refusals.mock.wire import WIRES
 from refusals.mock.wire._base import BadRequest, ErrorKind, Reply, Route, Wire, json_reply
+from refusals.mock.wire.openai_chat import WIRE_NAMES as CHAT_WIRES
 from refusals.serving import Receive, Scope, Send, read_body
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -61,7 +62,13 @@ _VERTEX = re.compile(
 )
 _AZURE = re.compile(r"^/openai/deployments/([^/]+)/chat/completions$")
 _BEDROCK = re.compile(r"^/model/([^/]+)/(converse|converse-stream)$")
-_VENDOR = re.compile(r"^/(openrouter|xai|groq|deepseek|mistral)(/.*)?/chat/completions$")
+# Each vendor of the registry's own Chat dialect under its name (`/groq/openai/v1/...`);
+# Azure's deployment path and OpenAI's `/v1` are routes of their own.
+_VENDOR = re.compile(
+    "^/("
+    + "|".join(re.escape(name) for name in CHAT_WIRES if name not in ("openai-chat", "azure"))
+    + ")(/.*)?/chat/completions$"
+)
 _FIXED = {
     "/v1/messages": ("anthropic", "chat"),
     "/v1/chat/completions": ("openai-chat", "chat"),

@@ -33,6 +33,7 @@ from refusals.events import Verdict
 from refusals.model import FinishReason, LLMResponse, StopDetails
 from refusals.providers import PROVIDERS, NormalizeError, normalize
 from refusals.providers.fingerprint import conversation_fingerprint, non_streaming_path
+from refusals.providers.registry import VENDORS, Vendor
 from refusals.proxy.log import VerdictLog
 from refusals.proxy.metrics import Metrics
 from refusals.proxy.store import Blocked, FingerprintStore
@@ -113,25 +114,21 @@ _DEFAULT_UPSTREAM = {
     "cohere": "cohere",
     "ollama": "ollama",
 }
-# Model providers whose fallback models a request of a wire can be routed to.
-_FAMILY = {
-    "anthropic": "anthropic",
-    "openai": "openai",
-    "openai-responses": "openai",
-    "azure": "azure",
-    "gemini": "gemini",
-    "vertex": "gemini",
-    "bedrock": "bedrock",
-    "cohere": "cohere",
-    "ollama": "openai",
-    "openrouter": "openai",
-    "deepseek": "openai",
-    "xai": "openai",
-    "groq": "openai",
-    "mistral": "openai",
-    "vllm": "openai",
-    "openai-compatible": "openai",
-}
+
+
+def _family(row: Vendor) -> str:
+    """The request format a provider's calls share with others at one upstream: Azure's
+    deployment URLs are its own, Vertex speaks Gemini's, OpenAI's two APIs are one."""
+    if row.name == "azure":
+        return "azure"
+    if row.wire in ("openai-chat", "openai-responses"):
+        return "openai"
+    return str(row.wire)
+
+
+# Model providers whose fallback models a request of a wire can be routed to (a wire is
+# named as a provider: see `wire_for_path`), from the registry.
+_FAMILY = {row.name: _family(row) for row in VENDORS if row.wire is not None and row.name != "mock"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from refusals.mock.wire._base import (
     token_count,
     whole_reply,
 )
+from refusals.providers.registry import VENDORS
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -380,4 +381,13 @@ def response_schema(value: Any) -> dict[str, Any] | None:
     return None
 
 
-WIRE_NAMES = ("openai-chat", "azure", "openrouter", "xai", "groq", "deepseek", "mistral")
+WIRE_NAMES: tuple[str, ...] = (
+    "openai-chat",  # OpenAI's own
+    *(
+        row.name
+        for row in VENDORS
+        if row.format == "openai-chat" and row.reads_as is None and row.name != "openai"
+    ),
+)
+"""OpenAI's Chat Completions and every vendor the registry reads in its own dialect (a
+vendor whose dialect this writer does not know answers as OpenAI does)."""
