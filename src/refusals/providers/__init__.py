@@ -56,8 +56,24 @@ __all__ = [
     "stream_decoder_for",
 ]
 
+_FORMATS: dict[str, WireFormat] = {
+    "anthropic": anthropic,
+    "openai-chat": openai_chat,
+    "openai-responses": openai_responses,
+    "gemini": gemini,
+    "bedrock": bedrock,
+    "cohere": cohere,
+    "ollama": ollama,
+}
+"""The package of each wire format the registry names (`registry.Format`)."""
+
 PROVIDERS: tuple[str, ...] = tuple(row.name for row in VENDORS if row.reads_as is None)
 """Provider names accepted by `--provider` and `normalize(provider=...)` (see `registry`)."""
+
+_FORMAT_OF: dict[str, WireFormat] = {
+    row.name: _FORMATS[row.format] for row in VENDORS if row.reads_as is None
+}
+"""Provider name → the wire format its bodies are read as."""
 
 # Vendors whose API is OpenAI Chat Completions with their own extensions and errors.
 _CHAT_COMPATIBLE = frozenset(
@@ -162,23 +178,17 @@ def stream_decoder_for(
 
 
 def _module_for(provider: str, body: JsonObject) -> WireFormat:
-    if provider == "anthropic":
-        return anthropic
-    if provider == "openai-responses":
-        return openai_responses
-    if provider in ("gemini", "vertex"):
-        return gemini
-    if provider == "bedrock":
-        return bedrock
-    if provider == "cohere":
-        return cohere
-    if provider == "ollama":
+    module = _FORMAT_OF.get(provider)
+    if module is None:
+        raise NormalizeError(
+            f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}"
+        )
+    if module is ollama:
+        # Ollama serves Chat Completions too (`/v1/chat/completions`).
         return openai_chat if "choices" in body else ollama
-    if provider in _CHAT_COMPATIBLE:
-        if openai_responses.looks_like(body):
-            return openai_responses
-        return openai_chat
-    raise NormalizeError(f"unknown provider {provider!r}; expected one of: {', '.join(PROVIDERS)}")
+    if module is openai_chat and openai_responses.looks_like(body):
+        return openai_responses  # a Responses body under a chat vendor's name (`azure`)
+    return module
 
 
 def detect(body: Any) -> tuple[str, WireFormat]:
@@ -442,13 +452,9 @@ first key's module declines. A key can point at more than one format (Ollama's g
 bodies have a "response" key): a module that declines lets the next key have its turn."""
 
 _FAST_BY_PROVIDER: dict[str, WireFormat] = {
-    "anthropic": anthropic,
-    "openai-responses": openai_responses,
-    "gemini": gemini,
-    "vertex": gemini,
-    "bedrock": bedrock,
-    "cohere": cohere,
-    **dict.fromkeys(_CHAT_COMPATIBLE, openai_chat),
+    row.name: _FORMATS[row.format]
+    for row in VENDORS
+    if row.reads_as is None and row.format != "ollama"  # Ollama's: see `_first`
 }
 
 
