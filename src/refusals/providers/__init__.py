@@ -145,16 +145,14 @@ _STREAM_ORDER: tuple[WireFormat, ...] = (
     ollama,
     openai_chat,
 )
-_STREAM_BY_PROVIDER: dict[str, tuple[WireFormat, ...]] = {
-    "anthropic": (anthropic,),
-    "openai-responses": (openai_responses,),
-    "gemini": (gemini,),
-    "vertex": (gemini,),
-    "bedrock": (bedrock,),
-    "cohere": (cohere,),
-    "ollama": (ollama, openai_chat),
-}
 _STREAM_CHAT = (openai_responses, openai_chat)
+"""A chat vendor's (or an unknown name's) stream: Responses events, else Chat chunks."""
+_STREAM_BY_PROVIDER: dict[str, tuple[WireFormat, ...]] = {
+    # Ollama streams its own chunks, or Chat Completions chunks from `/v1`.
+    name: (ollama, openai_chat) if module is ollama else (module,)
+    for name, module in _FORMAT_OF.items()
+    if module is not openai_chat
+}
 
 
 def stream_decoder_for(
