@@ -375,30 +375,47 @@ def folded(text: str) -> str:
 _folded_kept = functools.lru_cache(maxsize=256)(_fold)
 
 
-def _candidates(text: str) -> tuple[int, ...]:
-    """The alternatives of `_SECRETS` that can match somewhere in `text`."""
-    folded_text = folded(text)
-    for piece in _ANY_ANCHOR:
-        if piece in folded_text:
-            break
-    else:
-        # The common case, clean text: a few substring tests and no secret.
-        return (_QUOTED,) if _QUOTED_KEY.search(text) is not None else ()
-    found: list[int] = []
+def _rooted() -> tuple[tuple[str, tuple[tuple[int, str | tuple[str, ...]], ...]], ...]:
+    """Each anchor under the first piece of `_ANY_ANCHOR` inside one of its strings: text
+    without that piece cannot hold the anchor, so most anchors are never looked for."""
+    rooted: dict[str, list[tuple[int, str | tuple[str, ...]]]] = {}
     for index, anchors in _INDEXED_ANCHORS:
         for anchor in anchors:
+            pieces = (anchor,) if type(anchor) is str else anchor
+            root = next(r for r in _ANY_ANCHOR if any(r in piece for piece in pieces))
+            rooted.setdefault(root, []).append((index, anchor))
+    return tuple((root, tuple(rooted[root])) for root in _ANY_ANCHOR if root in rooted)
+
+
+_ROOTED = _rooted()
+
+
+def _candidates(text: str) -> tuple[int, ...]:
+    """The alternatives of `_SECRETS` that can match somewhere in `text`, in order."""
+    folded_text = folded(text)
+    found: set[int] = set()
+    for root, anchors in _ROOTED:
+        if root not in folded_text:
+            continue  # the common case: clean text has few of these pieces
+        for index, anchor in anchors:
+            if index in found:
+                continue
             if type(anchor) is str:
                 if anchor in folded_text:
-                    found.append(index)
-                    break
+                    found.add(index)
             elif all(piece in folded_text for piece in anchor):
-                found.append(index)
-                break
-    if _UNPREFIXED_KEY in found and _KEY_RUN.search(text) is None:
-        found.remove(_UNPREFIXED_KEY)
+                found.add(index)
+    if _UNPREFIXED_KEY in found and not _has_key_run(text):
+        found.discard(_UNPREFIXED_KEY)
     if _QUOTED_KEY.search(text) is not None:
-        found.append(_QUOTED)
-    return tuple(found)
+        found.add(_QUOTED)
+    return tuple(sorted(found))
+
+
+def _has_key_run(text: str) -> bool:
+    """Whether `text` holds a `_KEY_RUN`; such a run holds no space, so it lies inside a
+    word of 20 characters or more, which prose mostly has none of."""
+    return max(map(len, text.split()), default=0) >= 20 and _KEY_RUN.search(text) is not None
 
 
 @functools.lru_cache(maxsize=128)
