@@ -55,6 +55,7 @@ def test_every_fixture_reads_the_same_whichever_module_is_asked_first(
     name: str, data: bytes
 ) -> None:
     _same_whichever_module_is_first(data)
+    _same_whichever_module_is_first(data.decode("utf-8", "replace"))
 
 
 def test_recorded_bodies_start_with_a_key_of_the_module_that_reads_them() -> None:

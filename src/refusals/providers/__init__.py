@@ -76,9 +76,7 @@ _FORMAT_OF: dict[str, WireFormat] = {
 """Provider name → the wire format its bodies are read as."""
 
 # Vendors whose API is OpenAI Chat Completions with their own extensions and errors.
-_CHAT_COMPATIBLE = frozenset(
-    row.name for row in VENDORS if row.reads_as is None and row.format == "openai-chat"
-)
+_CHAT_COMPATIBLE = frozenset(name for name, module in _FORMAT_OF.items() if module is openai_chat)
 
 _EXPECTED = (
     "a provider response or error body (Anthropic Messages, OpenAI Chat Completions or "
@@ -400,6 +398,7 @@ def _check_arguments(provider: Any, status: Any, headers: Any) -> None:
 # costs more than a search.
 _HEAD = re.compile(rb'\s*\{\s*"(\w{1,24})"\s*:\s*(?:"([A-Za-z]{1,12}))?')
 """A body's first key, and the letters that start its value when that is a string."""
+_HEAD_CHARS = 256
 
 _BY_FIRST_KEY: dict[bytes, WireFormat] = {
     b"choices": openai_chat,
@@ -450,9 +449,9 @@ first key's module declines. A key can point at more than one format (Ollama's g
 bodies have a "response" key): a module that declines lets the next key have its turn."""
 
 _FAST_BY_PROVIDER: dict[str, WireFormat] = {
-    row.name: _FORMATS[row.format]
-    for row in VENDORS
-    if row.reads_as is None and row.format != "ollama"  # Ollama's: see `_first`
+    name: module
+    for name, module in _FORMAT_OF.items()
+    if module is not ollama  # see `_first`
 }
 
 
@@ -504,14 +503,20 @@ def _first(payload: bytes | str, provider: str | None, reader: str) -> Any:
             # reads it as Responses, and so does that module's fast path.
             result = getattr(openai_responses, reader)(payload, provider)
         return result
-    probe = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
     tried: list[WireFormat] = []
-    first = _by_head(probe)
+    # The first key is within the first bytes of any body but a padded one (which the
+    # telling keys still find): text is encoded whole only if that module declines.
+    first = _by_head(
+        payload
+        if isinstance(payload, bytes)
+        else payload[:_HEAD_CHARS].encode("utf-8", "surrogatepass")
+    )
     if first is not None:
         result = getattr(first, reader)(payload, None)
         if result is not None:
             return result
         tried.append(first)
+    probe = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
     for needle, module in _TELLING_KEYS:
         if module not in tried and needle in probe:
             result = getattr(module, reader)(payload, None)

@@ -11,9 +11,10 @@ from typing import Any
 
 import orjson
 
+from refusals.model import ToolCall
 from refusals.request import JsonObject, Message, Request
 
-__all__ = ["merge_extra", "tool_arguments", "wire_runs"]
+__all__ = ["function_calls", "function_tools", "merge_extra", "tool_arguments", "wire_runs"]
 
 
 def tool_arguments(text: str) -> Any:
@@ -25,6 +26,29 @@ def tool_arguments(text: str) -> Any:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {"value": value}
+
+
+def function_tools(request: Request) -> list[JsonObject]:
+    """The request's tools as Chat Completions function tools (Cohere takes the same)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+
+
+def function_calls(calls: list[ToolCall]) -> list[JsonObject]:
+    """An assistant turn's tool calls as Chat Completions `tool_calls` (Cohere's too)."""
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments or "{}"},
+        }
+        for call in calls
+    ]
 
 
 def merge_extra(body: JsonObject, request: Request) -> JsonObject:

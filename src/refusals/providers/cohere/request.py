@@ -4,7 +4,7 @@ https://docs.cohere.com/v2/docs/tool-use (tool calls and their results)."""
 
 from __future__ import annotations
 
-from refusals.providers._request import merge_extra
+from refusals.providers._request import function_calls, function_tools, merge_extra
 from refusals.request import JsonObject, Request
 
 
@@ -28,33 +28,16 @@ def _messages(request: Request) -> list[JsonObject]:
             if message.content:
                 item["content"] = message.content
             if message.tool_calls:
-                item["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
-                    }
-                    for call in message.tool_calls
-                ]
+                item["tool_calls"] = function_calls(message.tool_calls)
             messages.append(item)
     return messages
 
 
 def chat_body(request: Request, *, stream: bool) -> JsonObject:
-    """The Chat v2 body (its tools are Chat Completions' function tools)."""
+    """The Chat v2 body (its tools and tool calls are Chat Completions' shapes)."""
     body: JsonObject = {"model": request.model, "messages": _messages(request)}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in request.tools
-        ]
+        body["tools"] = function_tools(request)
     if request.max_tokens is not None:
         body["max_tokens"] = request.max_tokens
     if request.temperature is not None:

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from refusals.providers._request import OUTPUT_SCHEMA_NAME, merge_extra, strict_schema
+from refusals.providers._request import (
+    OUTPUT_SCHEMA_NAME,
+    function_calls,
+    function_tools,
+    merge_extra,
+    strict_schema,
+)
 from refusals.request import JsonObject, Request
 
 # Vendors that take `max_completion_tokens` (OpenAI deprecated `max_tokens` for it);
@@ -35,14 +41,7 @@ def _chat_messages(request: Request) -> list[JsonObject]:
         else:
             item: JsonObject = {"role": "assistant", "content": message.content or None}
             if message.tool_calls:
-                item["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
-                    }
-                    for call in message.tool_calls
-                ]
+                item["tool_calls"] = function_calls(message.tool_calls)
             messages.append(item)
     return messages
 
@@ -51,17 +50,7 @@ def chat_body(request: Request, *, stream: bool, vendor: str = "openai") -> Json
     """The Chat Completions body; `vendor` picks the few fields vendors spell differently."""
     body: JsonObject = {"model": request.model, "messages": _chat_messages(request)}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in request.tools
-        ]
+        body["tools"] = function_tools(request)
     if request.max_tokens is not None:
         key = "max_completion_tokens" if vendor in _COMPLETION_TOKENS else "max_tokens"
         body[key] = request.max_tokens
