@@ -51,6 +51,7 @@ WIRES = {
     "mistral": Wire("mistral", "/mistral/v1", _key("MISTRAL_API_KEY"), "mistral"),
     "openai-responses": Wire("openai-responses", "/v1", _key("OPENAI_API_KEY"), "openai-responses"),
     "gemini": Wire("gemini", "", _key("GEMINI_API_KEY"), "gemini"),
+    "cohere": Wire("cohere", "", _key("CO_API_KEY"), "cohere"),
     "vertex": Wire(
         "vertex",
         "",
