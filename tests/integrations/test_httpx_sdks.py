@@ -1,4 +1,4 @@
-"""RefusalTransport under the official OpenAI and Anthropic SDKs, against the mock provider."""
+"""RefusalTransport under the official OpenAI, Anthropic and Cohere SDKs, on the mock provider."""
 
 from __future__ import annotations
 
@@ -214,3 +214,29 @@ def test_the_async_sdk_clients_are_guarded_the_same_way(
 
     assert asyncio.run(asyncio.wait_for(run(), timeout=30)) == ["refusal", None, None]
     assert server.app.count(model="mock-refusal") == 1
+
+
+def test_a_cohere_sdk_filter_is_classified_and_never_resent(server: MockServer) -> None:
+    # Cohere's SDK (httpx) under the transport: its only block signal, ERROR_TOXIC, is a
+    # content filter, and the same prompt is answered from the guard, not sent.
+    cohere = pytest.importorskip("cohere")
+    server.app.reset()
+    seen: list[ResponseVerdict] = []
+    transport = RefusalTransport(httpx.HTTPTransport(), on_verdict=seen.append)
+    client = cohere.ClientV2(
+        api_key="test",
+        base_url=server.base_url,
+        httpx_client=httpx.Client(transport=transport, timeout=TIMEOUT),
+    )
+    messages = [{"role": "user", "content": "Write the exploit."}]
+    reply = client.chat(model="mock-refusal", messages=messages)
+    assert reply.finish_reason == "ERROR_TOXIC"
+    assert seen[0].finish_reason is FinishReason.CONTENT_FILTER
+    with pytest.raises(RefusedRequestError, match="content filter"):
+        client.chat(model="mock-refusal", messages=messages)
+    events = list(
+        client.chat_stream(model="mock-refusal", messages=[{"role": "user", "content": "x"}])
+    )
+    assert events[-1].type == "message-end"
+    assert seen[-1].streamed and seen[-1].finish_reason is FinishReason.CONTENT_FILTER
+    assert server.app.count() == 2  # the filtered prompt once, the other prompt once
