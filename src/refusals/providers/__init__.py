@@ -14,7 +14,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import orjson
 
@@ -41,6 +41,14 @@ from refusals.providers._common import (
 )
 from refusals.providers._detection import CLAIMED_EARLIER
 from refusals.providers._protocol import WireFormat
+from refusals.providers._request import Endpoint
+from refusals.providers.anthropic import request as _anthropic_request
+from refusals.providers.bedrock import request as _bedrock_request
+from refusals.providers.cohere import request as _cohere_request
+from refusals.providers.gemini import request as _gemini_request
+from refusals.providers.ollama import request as _ollama_request
+from refusals.providers.openai_chat import request as _chat_request
+from refusals.providers.openai_responses import request as _responses_request
 from refusals.providers.registry import VENDORS
 
 __all__ = [
@@ -50,7 +58,9 @@ __all__ = [
     "Plain",
     "decode_payload",
     "detect",
+    "endpoint_for_path",
     "normalize",
+    "path_with_model",
     "plain_verdict",
     "provider_for_url",
     "stream_decoder_for",
@@ -256,6 +266,45 @@ def provider_for_url(url: str) -> str | None:
                 return None
             return name
     return None
+
+
+_ENDPOINTS: tuple[Endpoint, ...] = (
+    *_gemini_request.ENDPOINTS,
+    *_bedrock_request.ENDPOINTS,
+    *_chat_request.ENDPOINTS,
+    *_anthropic_request.ENDPOINTS,
+    *_responses_request.ENDPOINTS,
+    *_cohere_request.ENDPOINTS,
+    *_ollama_request.ENDPOINTS,
+)
+"""Every format's request paths (each folder's `request.ENDPOINTS`), the ones that end as
+another's does first (Azure's deployments before every vendor's `/chat/completions`)."""
+
+
+def endpoint_for_path(path: str) -> tuple[str, str | None] | None:
+    """The provider whose API a request path calls, recognised at its end (after any
+    prefix a gateway or vendor adds), and the model the path names (Gemini, Vertex AI,
+    Bedrock, an Azure deployment), if any; None for a path no format has. Chat
+    Completions paths are `openai`'s, whoever serves them."""
+    for endpoint in _ENDPOINTS:
+        found = endpoint.pattern.search(path)
+        if found is not None:
+            model = found.groupdict().get("model")
+            return endpoint.provider, unquote(model) if model is not None else None
+    return None
+
+
+def path_with_model(path: str, model: str) -> str:
+    """`path` with `model` in place of the model it names (see `endpoint_for_path`);
+    `path` as it is when it names none."""
+    for endpoint in _ENDPOINTS:
+        found = endpoint.pattern.search(path)
+        if found is not None:
+            if "model" not in endpoint.pattern.groupindex:
+                return path
+            start, end = found.span("model")
+            return path[:start] + model.replace("/", "%2F") + path[end:]
+    return path
 
 
 def normalize(

@@ -6,7 +6,9 @@ they never drop what a caller put there.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -14,7 +16,25 @@ import orjson
 from refusals.model import ToolCall
 from refusals.request import JsonObject, Message, Request
 
-__all__ = ["function_calls", "function_tools", "merge_extra", "tool_arguments", "wire_runs"]
+__all__ = [
+    "Endpoint",
+    "function_calls",
+    "function_tools",
+    "merge_extra",
+    "tool_arguments",
+    "wire_runs",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A request path of a provider's API, as `endpoint()` builds it, recognised at the
+    end of a URL path (a gateway or vendor may put a prefix before it)."""
+
+    provider: str
+    """The registry name a call to the path speaks for (Chat Completions: `openai`)."""
+    pattern: re.Pattern[str]
+    """Searched in the path; a `model` group names the model when the path does."""
 
 
 def tool_arguments(text: str) -> Any:

@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import unquote
 
 import aiohttp
 import httpx
@@ -31,7 +30,13 @@ import yarl
 
 from refusals.events import Verdict
 from refusals.model import FinishReason, LLMResponse, StopDetails
-from refusals.providers import PROVIDERS, NormalizeError, normalize
+from refusals.providers import (
+    PROVIDERS,
+    NormalizeError,
+    endpoint_for_path,
+    normalize,
+    path_with_model,
+)
 from refusals.providers.fingerprint import conversation_fingerprint, non_streaming_path
 from refusals.providers.registry import VENDORS, Vendor
 from refusals.proxy.log import VerdictLog
@@ -89,19 +94,6 @@ _KEPT_PREFIXES = ("x-", "request-id", "anthropic-", "openai-", "apim-", "retry-a
 _NOT_KEPT = frozenset({"x-refusals-resend-blocked", "x-envoy-upstream-service-time"})
 _READABLE_CODINGS = ("gzip", "x-gzip", "deflate", "identity")
 
-# The wire a path speaks, by its end (after any prefix a vendor puts before it).
-_GEMINI = re.compile(r"/models/([^/:]+):(generateContent|streamGenerateContent)$")
-_BEDROCK = re.compile(
-    r"/model/([^/]+)/(converse|converse-stream|invoke|invoke-with-response-stream)$"
-)
-_AZURE = re.compile(r"/openai/deployments/([^/]+)/chat/completions$")
-_SUFFIXES = (
-    ("/messages", "anthropic"),
-    ("/chat/completions", "openai"),
-    ("/responses", "openai-responses"),
-    ("/v2/chat", "cohere"),
-    ("/api/chat", "ollama"),
-)
 # The upstream a wire goes to when no path prefix names one.
 _DEFAULT_UPSTREAM = {
     "anthropic": "anthropic",
@@ -158,21 +150,9 @@ def parse_upstream(spec: str) -> Upstream:
 
 
 def wire_for_path(path: str) -> tuple[str, str | None] | None:
-    """The wire format a model call to `path` speaks, and the model the path names."""
-    found = _GEMINI.search(path)
-    if found:
-        wire = "vertex" if "/publishers/google/" in path else "gemini"
-        return wire, unquote(found.group(1))
-    found = _BEDROCK.search(path)
-    if found:
-        return "bedrock", unquote(found.group(1))
-    found = _AZURE.search(path)
-    if found:
-        return "azure", unquote(found.group(1))
-    for suffix, wire in _SUFFIXES:
-        if path.endswith(suffix):
-            return wire, None
-    return None
+    """The wire format a model call to `path` speaks, and the model the path names
+    (`providers.endpoint_for_path`: each format's folder lists its paths)."""
+    return endpoint_for_path(path)
 
 
 @dataclass(slots=True)
@@ -471,7 +451,7 @@ class ProxyApp:
         if "model" in body:
             body = {**body, "model": target}
         else:
-            path = _path_with_model(path, target)
+            path = path_with_model(path, target)
             if path == call.path:
                 return None
         raw = orjson.dumps(body)
@@ -836,15 +816,6 @@ def _model_of(call: _Call) -> str | None:
         return str(call.decoded["model"])
     found = wire_for_path(call.path)
     return found[1] if found is not None else None
-
-
-def _path_with_model(path: str, model: str) -> str:
-    for pattern in (_GEMINI, _BEDROCK, _AZURE):
-        found = pattern.search(path)
-        if found:
-            start, end = found.span(1)
-            return path[:start] + model.replace("/", "%2F") + path[end:]
-    return path
 
 
 def _asks_stream(call: _Call) -> bool:

@@ -3,9 +3,10 @@ the endpoint and the credential header. https://docs.claude.com/en/api/messages"
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from refusals.providers._request import merge_extra, tool_arguments, wire_runs
+from refusals.providers._request import Endpoint, merge_extra, tool_arguments, wire_runs
 from refusals.request import JsonObject, Message, Request
 
 API_VERSION = "2023-06-01"
@@ -105,6 +106,9 @@ def messages_body(request: Request, *, stream: bool) -> AnthropicBody:
 def endpoint(base_url: str) -> str:
     """The Messages URL under a server root (`https://api.anthropic.com`)."""
     return f"{base_url}/v1/messages"
+
+
+ENDPOINTS = (Endpoint("anthropic", re.compile(r"/messages$")),)
 
 
 def headers(built: AnthropicBody) -> dict[str, str]:

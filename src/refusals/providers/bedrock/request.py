@@ -4,9 +4,10 @@ https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.htm
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
-from refusals.providers._request import merge_extra, tool_arguments, wire_runs
+from refusals.providers._request import Endpoint, merge_extra, tool_arguments, wire_runs
 from refusals.request import JsonObject, Message, Request
 
 
@@ -75,3 +76,15 @@ def converse_body(request: Request) -> JsonObject:
 def endpoint(base_url: str, *, model: str, stream: bool) -> str:
     operation = "converse-stream" if stream else "converse"
     return f"{base_url}/model/{quote(model, safe='')}/{operation}"
+
+
+ENDPOINTS = (
+    # Converse, and InvokeModel (which the clients do not call, but SDKs and tools do).
+    Endpoint(
+        "bedrock",
+        re.compile(
+            r"/model/(?P<model>[^/]+)/(?:converse|converse-stream|invoke"
+            r"|invoke-with-response-stream)$"
+        ),
+    ),
+)

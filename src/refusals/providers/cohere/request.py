@@ -4,7 +4,9 @@ https://docs.cohere.com/v2/docs/tool-use (tool calls and their results)."""
 
 from __future__ import annotations
 
-from refusals.providers._request import function_calls, function_tools, merge_extra
+import re
+
+from refusals.providers._request import Endpoint, function_calls, function_tools, merge_extra
 from refusals.request import JsonObject, Request
 
 
@@ -54,6 +56,9 @@ def chat_body(request: Request, *, stream: bool) -> JsonObject:
 def endpoint(base_url: str) -> str:
     """The chat URL: `base_url` is the server root, as Cohere's SDK takes it."""
     return f"{base_url}/v2/chat"
+
+
+ENDPOINTS = (Endpoint("cohere", re.compile(r"/v2/chat$")),)
 
 
 def auth_headers(key: str) -> dict[str, str]:

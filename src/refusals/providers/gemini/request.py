@@ -5,9 +5,10 @@ https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest"""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
-from refusals.providers._request import merge_extra, tool_arguments, wire_runs
+from refusals.providers._request import Endpoint, merge_extra, tool_arguments, wire_runs
 from refusals.request import JsonObject, Message, Request
 
 
@@ -83,6 +84,14 @@ def endpoint(
             f"{quote(location or '', safe='')}/publishers/google/models/{name}:{method}"
         )
     return f"{base_url}/v1beta/models/{name}:{method}"
+
+
+_METHOD = r":(?:generateContent|streamGenerateContent)$"
+ENDPOINTS = (
+    # Vertex AI's models are Google's publisher's, under a project and location.
+    Endpoint("vertex", re.compile(r"/publishers/google/models/(?P<model>[^/:]+)" + _METHOD)),
+    Endpoint("gemini", re.compile(r"/models/(?P<model>[^/:]+)" + _METHOD)),
+)
 
 
 def auth_headers(vendor: str, key: str) -> dict[str, str]:

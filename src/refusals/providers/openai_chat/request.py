@@ -5,10 +5,12 @@ https://learn.microsoft.com/azure/ai-foundry/openai/reference"""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from refusals.providers._request import (
     OUTPUT_SCHEMA_NAME,
+    Endpoint,
     function_calls,
     function_tools,
     merge_extra,
@@ -83,6 +85,13 @@ def endpoint(base_url: str, *, vendor: str, model: str, api_version: str | None 
         version = quote(api_version or "", safe="")
         return f"{base_url}/openai/deployments/{deployment}/chat/completions?api-version={version}"
     return f"{base_url}/chat/completions"
+
+
+ENDPOINTS = (
+    # Azure's deployment path first: it ends as every vendor's does.
+    Endpoint("azure", re.compile(r"/openai/deployments/(?P<model>[^/]+)/chat/completions$")),
+    Endpoint("openai", re.compile(r"/chat/completions$")),
+)
 
 
 def auth_headers(vendor: str, key: str, source: str | None = None) -> dict[str, str]:

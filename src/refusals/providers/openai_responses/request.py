@@ -3,7 +3,9 @@ https://platform.openai.com/docs/api-reference/responses/create"""
 
 from __future__ import annotations
 
-from refusals.providers._request import OUTPUT_SCHEMA_NAME, merge_extra, strict_schema
+import re
+
+from refusals.providers._request import OUTPUT_SCHEMA_NAME, Endpoint, merge_extra, strict_schema
 from refusals.request import JsonObject, Request
 
 
@@ -76,3 +78,6 @@ def responses_body(request: Request, *, stream: bool) -> JsonObject:
 
 def endpoint(base_url: str) -> str:
     return f"{base_url}/responses"
+
+
+ENDPOINTS = (Endpoint("openai-responses", re.compile(r"/responses$")),)
