@@ -135,6 +135,21 @@ def test_bedrock_guardrail_through_boto3_with_its_retries_on(
     assert mock.app.count() == 1
 
 
+def test_cohere_sdk_toxic_stop_reaches_the_server_once(
+    mock: MockServer, proxy: ProxyServer
+) -> None:
+    cohere = pytest.importorskip("cohere")
+    client = cohere.ClientV2(api_key="co-secret-test", base_url=proxy.base_url, timeout=TIMEOUT)
+    for _ in range(4):
+        reply = client.chat(model="mock-refusal", messages=USER)
+        assert reply.finish_reason == "ERROR_TOXIC"
+    # Asked as a stream after a whole body: the block in Cohere's error shape, a 400.
+    with pytest.raises(cohere.errors.BadRequestError) as raised:
+        list(client.chat_stream(model="mock-refusal", messages=USER))
+    assert "content filter blocked this request (category: toxic)" in str(raised.value.body)
+    assert mock.app.count() == 1
+
+
 def test_a_tool_loop_that_changes_bookkeeping_is_still_blocked(
     mock: MockServer, proxy: ProxyServer
 ) -> None:
