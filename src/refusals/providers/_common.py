@@ -347,11 +347,12 @@ _UNPREFIXED_KEY = len(_NAMED_SECRETS) - 1
 (an unprefixed key after a word that names one): text without such a run (`_KEY_RUN`)
 cannot match it, and the words it looks for ("key", "token") are in most error messages."""
 _KEY_RUN = re.compile(r"[A-Za-z0-9_-]{20}")
-# One piece of every anchor, the shortest pieces first (most of them are inside longer ones).
+# The root pieces: each anchor holds one (the first that fits is its root, see `_rooted`),
+# the shortest first (most of them are inside longer anchors).
 _ANY_ANCHOR = (
     "key", "token", "team:", "://", "bearer", "authorization", "secret", "password",
     "credential", "sk-", "sk_", "xai", "rk-", "rk_", "pk-", "pk_", "akia", "asia", "aroa",
-    "aida", "aiza", "ya29.", "eyj", "iqojb3jpz2lu", "fwogzxivyxdz", "api key id:",
+    "aida", "aiza", "ya29.", "eyj", "iqojb3jpz2lu", "fwogzxivyxdz",
 )  # fmt: skip
 # The non-ASCII characters that case-insensitive matching takes for ASCII letters (İ, ı
 # and ſ for i, i and s; the Kelvin sign for k): folded before the anchors are looked for.
