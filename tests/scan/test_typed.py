@@ -458,3 +458,27 @@ def test_kept_stop_details_answer_as_the_response_does_on_every_fixture() -> Non
     assert checked > 150
     assert with_details > 30
     assert 0 < len(_stop_memo) <= _STOP_MEMO_SIZE
+
+
+def test_repeated_error_bodies_count_as_each_would_alone(tmp_path: Path) -> None:
+    # A counting scan keeps what each error body counted as, by its status and bytes:
+    # the same body under another status, another layout or a full memo must still
+    # count as the dict path says.
+    lines: list[bytes] = []
+    for index in range(600):
+        status = (400, 429, 500, 403)[index % 4]
+        # Anthropic's output-blocked body is a filter under 400 and 403 only.
+        body: Any = (ANTHROPIC_ERROR, CHAT_ERROR, {"error": {"message": f"m{index % 300}"}})[
+            index % 3
+        ]
+        lines.append(orjson.dumps(_openai(_wrapped(body, status), custom_id=f"r{index}")))
+        lines.append(
+            orjson.dumps(
+                _anthropic(
+                    {"type": "errored", "error": ANTHROPIC_ERROR if index % 2 else CHAT_ERROR}
+                )
+            )
+        )
+    _, rows = _assert_same(_write(tmp_path / "errors.jsonl", lines))
+    assert len(rows) == 1200
+    assert {row[6] for row in rows} == {"content_filter", "error"}

@@ -18,7 +18,10 @@ the line takes the dict path, which so writes every bad-record message.
 A scan that only counts (`Classifier.count_line`) asks first for the verdict alone: the
 envelope is decoded with its batch body in the same pass (`_PlainEnvelope`, the formats'
 own Structs), and a plain answer is counted from `plain_completion`, `plain_message` or
-`plain_verdict` without an `LLMResponse`; any other line is read as above.
+`plain_verdict` without an `LLMResponse`. A batch body that is not plain is read from the
+Structs that pass decoded (`completion_response`, `message_response`); an error body is
+read once per status and bytes (error bodies are canned: the same few come again and
+again); any other line is read as above.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
 from refusals.providers import NOT_PLAIN, NormalizeError, Plain, normalize, plain_verdict
-from refusals.providers.anthropic import plain_message
+from refusals.providers.anthropic import message_response, plain_message
 from refusals.providers.anthropic.schema import Message
-from refusals.providers.openai_chat import plain_completion
+from refusals.providers.openai_chat import completion_response, plain_completion
 from refusals.providers.openai_chat.schema import Completion
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
@@ -582,6 +585,81 @@ def _plain_raw(line: bytes, envelope: _Envelope, layout: str) -> Plain | None:
     return plain_verdict(line)
 
 
+TallyKey = tuple[str | None, str | None, FinishReason, bool]
+Outcome = ScanRecord | TallyKey
+"""What one counted response adds: a blocked record to `Summary.add`, or a `Tally` key."""
+
+_ERROR_MEMO_SIZE: Final = 256
+_ERROR_MEMO_BYTES: Final = 4096
+
+
+def _outcome(response: LLMResponse) -> Outcome:
+    finish = response.finish_reason
+    if finish in _BLOCKED:
+        return record_from_response(response, source="", line=0, layout="", with_notice=False)
+    usage = response.usage
+    if (usage is None or not usage.iterations) and not response.reasoning_details:
+        fallback = False  # `_served_by_fallback`'s first answer, without the call
+    else:
+        fallback = _served_by_fallback(response)
+    return (response.provider, response.model, finish, fallback)
+
+
+def _count(outcome: Outcome, summary: Summary, counts: dict[Any, int]) -> None:
+    if type(outcome) is ScanRecord:
+        summary.add(outcome)
+    else:
+        counts[outcome] = counts.get(outcome, 0) + 1
+
+
+def _decoded_response(envelope: _PlainEnvelope, layout: str) -> LLMResponse | None:
+    """`_typed`'s response for a batch line whose 2xx body `_plain` found not plain, read
+    from the body decoded with the envelope; None to read the line again."""
+    if layout == "openai-batch":
+        wrapped = envelope.response
+        if type(wrapped) is not _PlainResponse or wrapped.body is None:
+            return None
+        status = wrapped.status_code
+        if status is not None and status >= 400:
+            return None
+        # `normalize(body)`: the chat format takes it, or the body is read again.
+        response = completion_response(wrapped.body, None)
+    elif layout == "anthropic-batch":
+        result = envelope.result
+        if type(result) is not _PlainResult or result.message is None:
+            return None
+        if result.type != "succeeded":
+            return None
+        response = message_response(result.message, "anthropic")
+    else:
+        return None
+    # `normalize` finishes a response with an error further; such a body is read again.
+    return response if response is not None and response.error is None else None
+
+
+def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | None:
+    """What `_typed`'s response depends on for a batch line carrying an error body (its
+    status and bytes, the request id aside, which no count reads); None for any other
+    line, or a large body."""
+    if layout == "openai-batch":
+        wrapped = envelope.response
+        if type(wrapped) is not _Response:
+            return None
+        status = wrapped.status_code
+        if status is None or not 400 <= status < _U64_LIMIT:
+            return None
+        data = bytes(wrapped.body)
+    elif layout == "anthropic-batch":
+        result = envelope.result
+        if type(result) is not _Result or result.type != "errored":
+            return None
+        status = 0
+        data = bytes(result.error)
+    else:
+        return None
+    return (layout, status, data) if len(data) <= _ERROR_MEMO_BYTES else None
+
+
 class ExecRun:
     """One `exec --json` run being read, from `thread.started` on."""
 
@@ -676,7 +754,7 @@ class Classifier:
     path off (`read_line` always answers None), leaving the dict path alone.
     """
 
-    __slots__ = ("_deep_refused", "_run", "forced", "layout", "source", "typed")
+    __slots__ = ("_deep_refused", "_errors", "_run", "forced", "layout", "source", "typed")
 
     def __init__(
         self, source: str, layout: str, *, forced: bool = False, typed: bool = True
@@ -688,6 +766,9 @@ class Classifier:
         self.typed = typed and layout not in ("exec-events", "proxy-log")
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
+        # Error bodies are canned (no ids, no usage): what each one counts as, by its
+        # status and bytes, for `count_line` (see `_error_key`).
+        self._errors: dict[tuple[str, int, bytes], Outcome] = {}
 
     def _envelope(self, line: bytes, decode: Callable[[bytes], _E]) -> tuple[_E, str] | None:
         """The typed envelope of a raw line and its layout (`openai-batch`,
@@ -750,6 +831,7 @@ class Classifier:
         # One decode of envelope and body for most lines; the rest are read again with
         # the bodies kept raw.
         plain: Plain | None = None
+        decoded: tuple[_PlainEnvelope, str] | None = None
         try:
             decoded = self._envelope(line, _decode_plain_envelope)
             if decoded is None:
@@ -757,43 +839,46 @@ class Classifier:
             plain = _plain(line, *decoded)
         except _TYPED_READ_ERRORS:
             pass
-        try:
-            envelope = None
-            if plain is None or plain is NOT_PLAIN:
-                envelope = self._envelope(line, _decode_envelope)
-                if envelope is None:
-                    return False
-                if plain is None:
-                    plain = _plain_raw(line, *envelope)
-        except _TYPED_READ_ERRORS:
-            return False
         counts = tally.counts
-        key: tuple[str | None, str | None, FinishReason, bool]
+        outcome: Outcome
         if plain is not None and plain is not NOT_PLAIN:
-            key = (plain[0], plain[1], plain[2], False)
-            counts[key] = counts.get(key, 0) + 1
+            outcome = (plain[0], plain[1], plain[2], False)
+            counts[outcome] = counts.get(outcome, 0) + 1
             return True
-        assert envelope is not None  # read above whenever the line is not plain
+        if plain is NOT_PLAIN and decoded is not None:
+            response = _decoded_response(*decoded)
+            if response is not None:
+                _count(_outcome(response), summary, counts)
+                return True
+        key: tuple[str, int, bytes] | None = None
         try:
+            envelope = self._envelope(line, _decode_envelope)
+            if envelope is None:
+                return False
+            if plain is None:
+                plain = _plain_raw(line, *envelope)
+                if plain is not None and plain is not NOT_PLAIN:
+                    outcome = (plain[0], plain[1], plain[2], False)
+                    counts[outcome] = counts.get(outcome, 0) + 1
+                    return True
+            key = _error_key(*envelope)
+            if key is not None:
+                known = self._errors.get(key)
+                if known is not None:
+                    _count(known, summary, counts)
+                    return True
             found = _typed(line, *envelope)
         except _TYPED_READ_ERRORS:
             return False
         if found is None:
             return False
-        response = found[0]
-        finish = response.finish_reason
-        if finish in _BLOCKED:
-            summary.add(
-                record_from_response(response, source="", line=0, layout="", with_notice=False)
-            )
-            return True
-        usage = response.usage
-        if (usage is None or not usage.iterations) and not response.reasoning_details:
-            fallback = False  # `_served_by_fallback`'s first answer, without the call
-        else:
-            fallback = _served_by_fallback(response)
-        key = (response.provider, response.model, finish, fallback)
-        counts[key] = counts.get(key, 0) + 1
+        outcome = _outcome(found[0])
+        if key is not None:
+            errors = self._errors
+            if len(errors) >= _ERROR_MEMO_SIZE:
+                errors.clear()
+            errors[key] = outcome
+        _count(outcome, summary, counts)
         return True
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:

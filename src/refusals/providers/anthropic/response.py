@@ -85,15 +85,14 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
 
 
 def _decoded(data: bytes | str, provider: str | None) -> Message | None:
-    """The Messages body decoded strictly; None when the body is not one (detection's
-    checks, without a provider) or the strict decode rejects it."""
+    """The Messages body decoded strictly; None for another provider's name or when the
+    strict decode rejects the body."""
     if provider is not None and provider != "anthropic":
         return None
     try:
-        body = decode_message(data)
+        return decode_message(data)
     except FAST_FAILED:
         return None
-    return _taken(body, provider)
 
 
 def _taken(body: Message, provider: str | None) -> Message | None:
@@ -120,7 +119,12 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response of a Messages body decoded strictly from its bytes; None when the body
     is not one (detection's checks, without a provider) or the strict decode rejects it."""
     body = _decoded(data, provider)
-    if body is None:
+    return message_response(body, provider) if body is not None else None
+
+
+def message_response(body: Message, provider: str | None) -> LLMResponse | None:
+    """`parse_fast` of a Messages body already decoded strictly (inside an envelope)."""
+    if _taken(body, provider) is None:
         return None
     try:
         return to_response(body, "anthropic")
@@ -131,13 +135,8 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: a stop reason that neither refuses nor
     fails, no stop details, no fallback and no usage iterations (see `_protocol`)."""
-    if provider is not None and provider != "anthropic":
-        return None
-    try:
-        body = decode_message(data)
-    except FAST_FAILED:
-        return None
-    return plain_message(body, provider)
+    body = _decoded(data, provider)
+    return plain_message(body, provider) if body is not None else None
 
 
 def plain_message(body: Message, provider: str | None) -> Plain | None:

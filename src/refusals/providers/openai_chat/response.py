@@ -137,16 +137,15 @@ def parse_response(body: JsonObject, provider: str) -> LLMResponse:
     return to_response(lenient(body, Completion), provider)
 
 
-def _decoded(data: bytes | str, provider: str | None) -> tuple[Completion, str] | None:
-    """The completion decoded strictly and its provider; None when the body is not one
-    (detection's checks, without a provider) or the strict decode rejects it."""
+def _decoded(data: bytes | str, provider: str | None) -> Completion | None:
+    """The completion decoded strictly; None for another provider's name or when the
+    strict decode rejects the body."""
     if provider is not None and provider not in PROVIDER_NAMES:
         return None
     try:
-        body = decode_completion(data)
+        return decode_completion(data)
     except FAST_FAILED:
         return None
-    return _taken(body, provider)
 
 
 def _taken(body: Completion, provider: str | None) -> tuple[Completion, str] | None:
@@ -170,11 +169,17 @@ def _taken(body: Completion, provider: str | None) -> tuple[Completion, str] | N
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response of a completion decoded strictly from its bytes; None when the body is
     not one (detection's checks, without a provider) or the strict decode rejects it."""
-    decoded = _decoded(data, provider)
-    if decoded is None:
+    body = _decoded(data, provider)
+    return completion_response(body, provider) if body is not None else None
+
+
+def completion_response(body: Completion, provider: str | None) -> LLMResponse | None:
+    """`parse_fast` of a completion already decoded strictly (inside an envelope)."""
+    taken = _taken(body, provider)
+    if taken is None:
         return None
     try:
-        return to_response(*decoded)
+        return to_response(*taken)
     except _READ_FAILED:
         return None
 
@@ -182,13 +187,8 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: one choice, its message of plain text
     and tool calls, and nothing that could refuse, filter or fail it (see `_protocol`)."""
-    if provider is not None and provider not in PROVIDER_NAMES:
-        return None
-    try:
-        body = decode_completion(data)
-    except FAST_FAILED:
-        return None
-    return plain_completion(body, provider)
+    body = _decoded(data, provider)
+    return plain_completion(body, provider) if body is not None else None
 
 
 def plain_completion(body: Completion, provider: str | None) -> Plain | None:
