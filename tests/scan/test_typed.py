@@ -482,3 +482,33 @@ def test_repeated_error_bodies_count_as_each_would_alone(tmp_path: Path) -> None
     _, rows = _assert_same(_write(tmp_path / "errors.jsonl", lines))
     assert len(rows) == 1200
     assert {row[6] for row in rows} == {"content_filter", "error"}
+
+
+_BARE_BODIES = [
+    CHAT_STOP,
+    CHAT_REFUSAL,
+    ANTHROPIC_STOP,
+    ANTHROPIC_REFUSAL,
+    GEMINI_BLOCKED,
+    _body("gemini/finish-max-tokens.json"),
+    _body("gemini/prompt-blocked-model-armor.json"),
+    _body("bedrock/converse-end-turn.json"),
+    _body("bedrock/converse-guardrail-trace-no-action.json"),
+]
+
+
+def test_bare_bodies_read_in_one_decode_keep_the_dict_paths_verdicts(tmp_path: Path) -> None:
+    # Bare bodies of the formats whose readers take a decoded Struct are counted from one
+    # decode (`Classifier._count_bare`); the keys that make a line something else must
+    # still send it the dict path's way: an exec event's or proxy line's `type` (a
+    # `fallback` event was once counted as a response), a `custom_id`, escaped too.
+    lines: list[bytes] = []
+    for body in _BARE_BODIES:
+        lines.append(orjson.dumps(body))
+        for kind in ("fallback", "refusal", "item.started", "thread.started", "proxy.verdict"):
+            lines.append(orjson.dumps({**body, "type": kind}))
+        lines.append(orjson.dumps({**body, "type": 7}))
+        lines.append(orjson.dumps(body)[:-1] + b',"custom\\u005fid":"c","result":null}')
+        lines.append(orjson.dumps({**body, "custom_id": "c"}))
+    summary, _ = _assert_same(_write(tmp_path / "bare.jsonl", lines))
+    assert summary["records"] >= 2 * len(_BARE_BODIES)

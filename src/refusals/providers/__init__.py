@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import msgspec
 import orjson
 
 from refusals.events import WireDecoder, never_retried
@@ -56,6 +57,7 @@ __all__ = [
     "PROVIDERS",
     "NormalizeError",
     "Plain",
+    "StructReader",
     "decode_payload",
     "detect",
     "endpoint_for_path",
@@ -64,6 +66,7 @@ __all__ = [
     "plain_verdict",
     "provider_for_url",
     "stream_decoder_for",
+    "struct_reader",
 ]
 
 _FORMATS: dict[str, WireFormat] = {
@@ -515,6 +518,38 @@ def _by_head(probe: bytes) -> WireFormat | None:
         if module is not None:
             return module
     return _BY_FIRST_KEY.get(key)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StructReader:
+    """A format's typed readers split at the decode, for a caller that decodes its bodies
+    itself (inside a log line, with keys of its own): `body` is the Struct the format
+    decodes strictly; `plain` and `response` are `parse_plain` and `parse_fast` on a
+    decoded one (a subclass that adds fields only reads the same)."""
+
+    body: type[msgspec.Struct]
+    plain: Callable[[Any, str | None], Plain | None]
+    response: Callable[[Any, str | None], LLMResponse | None]
+
+
+_STRUCT_READERS: dict[WireFormat, StructReader] = {
+    openai_chat: StructReader(
+        openai_chat.schema.Completion, openai_chat.plain_completion, openai_chat.completion_response
+    ),
+    anthropic: StructReader(
+        anthropic.schema.Message, anthropic.plain_message, anthropic.message_response
+    ),
+    gemini: StructReader(gemini.schema.Body, gemini.plain_body, gemini.body_response),
+    bedrock: StructReader(bedrock.schema.Converse, bedrock.plain_body, bedrock.body_response),
+}
+
+
+def struct_reader(payload: bytes) -> StructReader | None:
+    """The split readers of the format detection asks first about a body starting as
+    `payload` does, when it has them: its answer, when not None, is `plain_verdict`'s
+    and (without an error) `normalize`'s on the body."""
+    module = _by_head(payload)
+    return _STRUCT_READERS.get(module) if module is not None else None
 
 
 def plain_verdict(payload: bytes | str, provider: str | None = None) -> Plain | None:

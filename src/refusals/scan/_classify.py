@@ -21,7 +21,9 @@ own Structs), and a plain answer is counted from `plain_completion`, `plain_mess
 `plain_verdict` without an `LLMResponse`. A batch body that is not plain is read from the
 Structs that pass decoded (`completion_response`, `message_response`); an error body is
 read once per status and bytes (error bodies are canned: the same few come again and
-again); any other line is read as above.
+again); a bare body of a format whose readers take a decoded Struct (`struct_reader`:
+chat completions, Messages, Gemini, Converse) is decoded once, into that Struct plus the
+one envelope key it does not read; any other line is read as above.
 """
 
 from __future__ import annotations
@@ -34,7 +36,15 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from refusals.model import FinishReason, LLMResponse
-from refusals.providers import NOT_PLAIN, NormalizeError, Plain, normalize, plain_verdict
+from refusals.providers import (
+    NOT_PLAIN,
+    NormalizeError,
+    Plain,
+    StructReader,
+    normalize,
+    plain_verdict,
+    struct_reader,
+)
 from refusals.providers.anthropic import message_response, plain_message
 from refusals.providers.anthropic.schema import Message
 from refusals.providers.openai_chat import completion_response, plain_completion
@@ -745,6 +755,37 @@ def _split_model(value: str | None) -> tuple[str | None, str | None]:
     return None, value
 
 
+def _dict_path_type(kind: object) -> bool:
+    """Whether a line's top-level `type` makes it an exec event or a proxy line (see
+    `Classifier._shape`): exec events are stateful, proxy lines hold their verdict, so
+    the dict path reads both."""
+    return type(kind) is str and (
+        kind in _EXEC_TYPES
+        or kind in ("refusal", "fallback")
+        or kind.startswith("item.")
+        or kind == PROXY_VERDICT
+    )
+
+
+_LineDecoder = tuple[Callable[[bytes], Any], StructReader]
+_line_decoders: dict[type[msgspec.Struct], _LineDecoder] = {}
+
+
+def _line_decoder(reader: StructReader) -> _LineDecoder:
+    """A decoder of a bare body's line into its format's Struct plus `custom_id`, the one
+    envelope key the format does not read (each of them reads `type`)."""
+    found = _line_decoders.get(reader.body)
+    if found is None:
+        line = msgspec.defstruct(
+            reader.body.__name__ + "Line",
+            [("custom_id", Raw, msgspec.field(default=_ABSENT, name="custom_id"))],
+            bases=(reader.body,),
+            gc=False,
+        )
+        found = _line_decoders[reader.body] = (msgspec.json.Decoder(line).decode, reader)
+    return found
+
+
 class Classifier:
     """Classifies the lines of one file (or one part of it), in order.
 
@@ -793,15 +834,7 @@ class Classifier:
                 return envelope, "anthropic-batch"
             if envelope.response is not UNSET or envelope.error is not UNSET:
                 return envelope, "openai-batch"
-        kind = envelope.type
-        if type(kind) is str and (
-            kind in _EXEC_TYPES
-            or kind == "refusal"
-            or kind.startswith("item.")
-            or kind == PROXY_VERDICT
-        ):
-            # Exec events are stateful, proxy lines hold their verdict: the dict path
-            # reads both.
+        if _dict_path_type(envelope.type):
             return None
         return envelope, "json" if layout == "json" else "jsonl"
 
@@ -830,6 +863,10 @@ class Classifier:
         """
         # One decode of envelope and body for most lines; the rest are read again with
         # the bodies kept raw.
+        if not self.forced and b'"custom_id"' not in line:
+            reader = struct_reader(line)
+            if reader is not None and self._count_bare(line, reader, summary, tally.counts):
+                return True
         plain: Plain | None = None
         decoded: tuple[_PlainEnvelope, str] | None = None
         try:
@@ -879,6 +916,42 @@ class Classifier:
                 errors.clear()
             errors[key] = outcome
         _count(outcome, summary, counts)
+        return True
+
+    def _count_bare(
+        self, line: bytes, reader: StructReader, summary: Summary, counts: dict[Any, int]
+    ) -> bool:
+        """`count_line` for a line that is a bare body of a format with split readers,
+        decoded once: True when counted, False to read the line the general way."""
+        if not self.typed or (
+            (not line.isascii() or len(line) > _SHORT_LINE)
+            and not _plausible(line, self._deep_refused)
+        ):
+            return False
+        decode, reader = _line_decoder(reader)
+        try:
+            body = decode(line)
+            if bytes(body.custom_id):
+                return False  # a batch line after all (its key escaped): see `_envelope`
+            kind = body.type
+            if type(kind) is Raw:
+                kind = _text_payload(bytes(kind))
+            if _dict_path_type(kind):
+                return False
+            plain = reader.plain(body, None)
+            if plain is None:
+                return False  # another format's, or not certainly this one's
+            if plain is not NOT_PLAIN:
+                key = (plain[0], plain[1], plain[2], False)
+                counts[key] = counts.get(key, 0) + 1
+                return True
+            response = reader.response(body, None)
+        except _TYPED_READ_ERRORS:
+            return False
+        # `normalize` finishes a response with an error further: read such a line again.
+        if response is None or response.error is not None:
+            return False
+        _count(_outcome(response), summary, counts)
         return True
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:

@@ -53,11 +53,13 @@ from refusals.providers.bedrock.invoke import (
 )
 from refusals.providers.bedrock.response import (
     STOP_REASONS,
+    body_response,
     detect_provider,
     looks_like,
     parse_fast,
     parse_plain,
     parse_response,
+    plain_body,
 )
 from refusals.providers.bedrock.schema import (
     API,
@@ -86,6 +88,7 @@ __all__ = [
     "STREAM_EVENTS",
     "ConverseStreamReader",
     "StreamReader",
+    "body_response",
     "detect_provider",
     "detect_stream",
     "is_error",
@@ -97,4 +100,5 @@ __all__ = [
     "parse_invoke",
     "parse_plain",
     "parse_response",
+    "plain_body",
 ]

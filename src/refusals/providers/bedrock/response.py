@@ -112,8 +112,16 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response of a Converse body decoded strictly from its bytes; None when the body
     is not one (detection's checks, without a provider) or the decode rejects it."""
     try:
-        body = _decoded(data, provider)
-        return to_response(body, "bedrock") if body is not None else None
+        body = decode_converse(data) if provider is None or provider == "bedrock" else None
+    except DECLINED:
+        return None
+    return body_response(body, provider) if body is not None else None
+
+
+def body_response(body: Converse, provider: str | None) -> LLMResponse | None:
+    """`parse_fast` of a Converse body already decoded strictly (inside a log line)."""
+    try:
+        return to_response(body, "bedrock") if _taken(body, provider) is not None else None
     except DECLINED:
         return None
 
@@ -122,10 +130,15 @@ def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: a stop reason that is one, no guardrail
     trace, and blocks of text, reasoning text and tool calls only (see `_protocol`)."""
     try:
-        body = _decoded(data, provider)
+        body = decode_converse(data) if provider is None or provider == "bedrock" else None
     except DECLINED:
         return None
-    if body is None:
+    return plain_body(body, provider) if body is not None else None
+
+
+def plain_body(body: Converse, provider: str | None) -> Plain | None:
+    """`parse_plain` of a Converse body already decoded strictly (inside a log line)."""
+    if _taken(body, provider) is None:
         return None
     finish = finish_of(body.stop_reason if type(body.stop_reason) is str else None)
     if finish not in PLAIN_FINISHES or body.trace:
@@ -145,12 +158,10 @@ def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     return "bedrock", None, finish  # Converse does not echo the model id
 
 
-def _decoded(data: bytes | str, provider: str | None) -> Converse | None:
-    """The Converse body decoded strictly; None when the body is not one (detection's
-    checks, without a provider). Raises what the decode raises."""
+def _taken(body: Converse, provider: str | None) -> Converse | None:
+    """The body, when detection takes it for a Converse body (see `parse_fast`)."""
     if provider is not None and provider != "bedrock":
         return None
-    body = decode_converse(data)
     # A stopReason always gives a hint, so `is_invoke_body` is never asked; the marker
     # keys make an InvokeModel body whatever the hint.
     if body.stop_reason is _UNSET or body.guardrail_action or body.invocation_metrics:

@@ -41,10 +41,12 @@ from refusals.providers.gemini.response import (
     API,
     FINISH_REASONS,
     PROMPT_BLOCKED,
+    body_response,
     looks_like,
     parse_fast,
     parse_plain,
     parse_response,
+    plain_body,
     wire_keys,
 )
 from refusals.providers.gemini.stream import (
@@ -62,6 +64,7 @@ __all__ = [
     "PROMPT_BLOCKED",
     "GenerateContentStreamReader",
     "StreamReader",
+    "body_response",
     "detect_provider",
     "detect_stream",
     "is_error",
@@ -71,5 +74,6 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_body",
     "wire_keys",
 ]

@@ -179,11 +179,17 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     body is not one (detection's checks, without a provider) or the decode rejects it.
     A body with none of `usageMetadata`, `modelVersion` and `responseId` may be a
     snake_case dump that `wire_keys` rewrites: it is left to `parse_response`."""
-    decoded = _decoded(data, provider)
-    if decoded is None:
+    body = _decoded(data, provider)
+    return body_response(body, provider) if body is not None else None
+
+
+def body_response(body: Body, provider: str | None) -> LLMResponse | None:
+    """`parse_fast` of a body already decoded strictly (inside a log line)."""
+    taken = _taken(body, provider)
+    if taken is None:
         return None
     try:
-        return to_response(*decoded)
+        return to_response(*taken)
     except FAST_FAILED:
         return None
 
@@ -192,10 +198,16 @@ def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: no prompt block, a candidate that
     finished with STOP or MAX_TOKENS, no rating marked blocked, no finish message (see
     `_protocol`)."""
-    decoded = _decoded(data, provider)
-    if decoded is None:
+    body = _decoded(data, provider)
+    return plain_body(body, provider) if body is not None else None
+
+
+def plain_body(body: Body, provider: str | None) -> Plain | None:
+    """`parse_plain` of a body already decoded strictly (inside a log line)."""
+    taken = _taken(body, provider)
+    if taken is None:
         return None
-    body, provider = decoded
+    body, provider = taken
     feedback = body.prompt_feedback
     if type(feedback) is Feedback and feedback.block_reason is not None:
         return NOT_PLAIN
@@ -222,14 +234,21 @@ def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     return provider, model if type(model) is str else None, finish
 
 
-def _decoded(data: bytes | str, provider: str | None) -> tuple[Body, str] | None:
-    """The body decoded strictly and its provider; None when the body is not one
-    (detection's checks, without a provider) or the decode rejects it."""
+def _decoded(data: bytes | str, provider: str | None) -> Body | None:
+    """The body decoded strictly; None for another provider's name or when the decode
+    rejects it."""
     if provider is not None and provider not in ("gemini", "vertex"):
         return None
     try:
-        body = decode_body(data)
+        return decode_body(data)
     except FAST_FAILED:
+        return None
+
+
+def _taken(body: Body, provider: str | None) -> tuple[Body, str] | None:
+    """The body and its provider, when detection takes it for a generateContent body
+    (see `_decoded`)."""
+    if provider is not None and provider not in ("gemini", "vertex"):
         return None
     if (
         body.model_version is _UNSET
