@@ -327,6 +327,14 @@ def response_line(template: Template, index: int, root: Path) -> Any:
 LineMaker = Callable[[Template, int, Path], Any]
 
 
+def _has_zstd() -> bool:
+    try:
+        import zstandard  # noqa: F401, PLC0415 - the zstd extra
+    except ImportError:
+        return False
+    return True
+
+
 def _opener(path: Path) -> Any:
     if path.suffix == ".gz":
         return gzip.open(path, "wb", compresslevel=5)
@@ -490,7 +498,9 @@ def generate(
             bad_lines=(_UNKNOWN_RESULT,),
         )
     )
-    responses_path = out / "logs" / "responses.jsonl.zst"
+    # zstd where the extra is installed; a plain install (`refusals scan --demo-corpus`)
+    # has gzip only.
+    responses_path = out / "logs" / ("responses.jsonl.zst" if _has_zstd() else "responses.jsonl.gz")
     truth.merge(
         write_lines(
             responses_path,
