@@ -767,23 +767,22 @@ def _dict_path_type(kind: object) -> bool:
     )
 
 
-_LineDecoder = tuple[Callable[[bytes], Any], StructReader]
-_line_decoders: dict[type[msgspec.Struct], _LineDecoder] = {}
+_line_decoders: dict[type[msgspec.Struct], Callable[[bytes], Any]] = {}
 
 
-def _line_decoder(reader: StructReader) -> _LineDecoder:
+def _line_decoder(reader: StructReader) -> Callable[[bytes], Any]:
     """A decoder of a bare body's line into its format's Struct plus `custom_id`, the one
     envelope key the format does not read (each of them reads `type`)."""
-    found = _line_decoders.get(reader.body)
-    if found is None:
+    decode = _line_decoders.get(reader.body)
+    if decode is None:
         line = msgspec.defstruct(
             reader.body.__name__ + "Line",
             [("custom_id", Raw, msgspec.field(default=_ABSENT, name="custom_id"))],
             bases=(reader.body,),
             gc=False,
         )
-        found = _line_decoders[reader.body] = (msgspec.json.Decoder(line).decode, reader)
-    return found
+        decode = _line_decoders[reader.body] = msgspec.json.Decoder(line).decode
+    return decode
 
 
 class Classifier:
@@ -895,8 +894,7 @@ class Classifier:
             if plain is None:
                 plain = _plain_raw(line, *envelope)
                 if plain is not None and plain is not NOT_PLAIN:
-                    outcome = (plain[0], plain[1], plain[2], False)
-                    counts[outcome] = counts.get(outcome, 0) + 1
+                    _count((plain[0], plain[1], plain[2], False), summary, counts)
                     return True
             key = _error_key(*envelope)
             if key is not None:
@@ -928,9 +926,8 @@ class Classifier:
             and not _plausible(line, self._deep_refused)
         ):
             return False
-        decode, reader = _line_decoder(reader)
         try:
-            body = decode(line)
+            body = _line_decoder(reader)(line)
             if bytes(body.custom_id):
                 return False  # a batch line after all (its key escaped): see `_envelope`
             kind = body.type
