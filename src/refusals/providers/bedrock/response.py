@@ -111,10 +111,7 @@ _ERROR = FinishReason.ERROR
 def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
     """The response of a Converse body decoded strictly from its bytes; None when the body
     is not one (detection's checks, without a provider) or the decode rejects it."""
-    try:
-        body = decode_converse(data) if provider is None or provider == "bedrock" else None
-    except DECLINED:
-        return None
+    body = _decoded(data, provider)
     return body_response(body, provider) if body is not None else None
 
 
@@ -129,10 +126,7 @@ def body_response(body: Converse, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`to_response`'s verdict on a plain answer: a stop reason that is one, no guardrail
     trace, and blocks of text, reasoning text and tool calls only (see `_protocol`)."""
-    try:
-        body = decode_converse(data) if provider is None or provider == "bedrock" else None
-    except DECLINED:
-        return None
+    body = _decoded(data, provider)
     return plain_body(body, provider) if body is not None else None
 
 
@@ -156,6 +150,17 @@ def plain_body(body: Converse, provider: str | None) -> Plain | None:
     except DECLINED:
         return NOT_PLAIN
     return "bedrock", None, finish  # Converse does not echo the model id
+
+
+def _decoded(data: bytes | str, provider: str | None) -> Converse | None:
+    """The Converse body decoded strictly; None for another provider's name or when the
+    strict decode rejects the body."""
+    if provider is not None and provider != "bedrock":
+        return None
+    try:
+        return decode_converse(data)
+    except DECLINED:
+        return None
 
 
 def _taken(body: Converse, provider: str | None) -> Converse | None:
