@@ -512,3 +512,126 @@ def test_bare_bodies_read_in_one_decode_keep_the_dict_paths_verdicts(tmp_path: P
         lines.append(orjson.dumps({**body, "custom_id": "c"}))
     summary, _ = _assert_same(_write(tmp_path / "bare.jsonl", lines))
     assert summary["records"] >= 2 * len(_BARE_BODIES)
+
+
+CHAT_TOOLS = _body("openai-chat/tool-calls.json")
+CHAT_LENGTH = _body("openai-chat/length.json")
+
+# Values a plain answer's keys take in other bodies: another vendor's marks, a refusal,
+# a filter, an error, a fallback, and what only raw bytes can say.
+_PLAIN_KEY_VALUES: list[Any] = [
+    *ODD_VALUES,
+    "chat.completion",
+    "message",
+    "stop",
+    "end_turn",
+    "tool_use",
+    "content_filter",
+    "refusal",
+    "fallback",
+    "fp_ollama",
+    {"usage": {"prompt_tokens": 1}},
+    {"filtered": True, "severity": "high"},
+    {"type": "text", "text": "t"},
+    [{"type": "fallback", "from": {"model": "a"}, "to": {"model": "b"}}],
+    [{"type": "tool_use", "id": "t", "name": "n", "input": {"a": 2**64}}],
+    [{"type": "tool_use", "id": "t", "name": "n", "input": {"a": 1}}],
+    [{"type": "tool_use", "id": "t", "name": "n", "input": {"a": "\ud800"}}],
+    [{"type": "tool_use", "id": "t", "name": "n", "input": [1e308, 2**70]}],
+    [{"type": "fallback_message", "model": "claude-b"}],
+    [{"function": {"name": "f", "arguments": {"a": 1}}}],
+    [{"custom": {"name": "c", "input": "x"}}],
+]
+
+
+def _set_at(body: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """A deep copy of `body` with the key at `path` set to `value` (the last key added)."""
+    copy = orjson.loads(orjson.dumps(body))
+    node = copy
+    for step in path[:-1]:
+        node = node[step]
+    node[path[-1]] = value
+    return copy
+
+
+def _chat_paths(body: Any) -> list[tuple[Any, ...]]:
+    choice = ("choices", 0)
+    message = (*choice, "message")
+    paths: list[tuple[Any, ...]] = [
+        (key,)
+        for key in (
+            "object",
+            "choices",
+            "id",
+            "type",
+            "model",
+            "usage",
+            "system_fingerprint",
+            "provider",
+            "x_groq",
+            "prompt_filter_results",
+            "prompt_annotations",
+            "moderation",
+            "error",
+            "amazon-bedrock-guardrailAction",
+        )
+    ]
+    paths += [(*choice, key) for key in ("index", "message", "delta", "finish_reason")]
+    paths += [(*choice, key) for key in ("native_finish_reason", "content_filter_results")]
+    paths += [
+        (*message, key)
+        for key in ("content", "refusal", "reasoning", "reasoning_details", "tool_calls")
+    ]
+    paths += [(*message, "function_call"), (*message, "role")]
+    if body["choices"][0]["message"].get("tool_calls"):
+        call = (*message, "tool_calls", 0)
+        paths += [(*call, "function"), (*call, "custom"), (*call, "function", "arguments")]
+    return paths
+
+
+def _message_paths(body: Any) -> list[tuple[Any, ...]]:
+    paths: list[tuple[Any, ...]] = [
+        (key,)
+        for key in (
+            "type",
+            "stop_reason",
+            "object",
+            "model",
+            "content",
+            "stop_details",
+            "usage",
+            "status",
+            "amazon-bedrock-invocationMetrics",
+        )
+    ]
+    paths += [("usage", key) for key in ("input_tokens", "iterations")]
+    paths += [("content", 0, key) for key in ("type", "text", "input", "from", "to")]
+    return paths
+
+
+def test_plain_answers_with_any_key_changed_count_as_the_dict_path_reads_them(
+    tmp_path: Path,
+) -> None:
+    # A counting scan decodes batch lines into Structs that take plain answers only
+    # (`_QuickBatchLine`): any value in any key they read must leave it the dict path's
+    # verdict, whether it makes the body another vendor's, refused, filtered or failed.
+    lines: list[bytes] = []
+    for body in (CHAT_STOP, CHAT_TOOLS, CHAT_LENGTH):
+        assert body["object"] == "chat.completion"
+        for path in _chat_paths(body):
+            for value in _PLAIN_KEY_VALUES:
+                changed = _set_at(body, path, value)
+                lines.append(_dump(_openai(_wrapped(changed)), ascii_only=True))
+                lines.append(_dump(changed, ascii_only=True))
+    for path in _message_paths(ANTHROPIC_STOP):
+        for value in _PLAIN_KEY_VALUES:
+            changed = _set_at(ANTHROPIC_STOP, path, value)
+            lines.append(_dump(_anthropic({"type": "succeeded", "message": changed}), True))
+            lines.append(_dump(changed, ascii_only=True))
+    summary, rows = _assert_same(_write(tmp_path / "plain.jsonl", lines))
+    # The changes make every kind of verdict, and many stay plain answers.
+    finishes = {row[6] for row in rows}
+    assert {"stop", "length", "tool_calls", "refusal", "content_filter", "error"} <= finishes
+    providers = {row[4] for row in rows}
+    assert {"openai", "azure", "openrouter", "groq", "ollama", "anthropic"} <= providers
+    assert summary["records"] > 2000

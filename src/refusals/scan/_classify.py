@@ -29,7 +29,7 @@ one envelope key it does not read; any other line is read as above.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 import orjson
@@ -41,14 +41,16 @@ from refusals.providers import (
     NormalizeError,
     Plain,
     StructReader,
+    anthropic,
     normalize,
+    openai_chat,
     plain_verdict,
     struct_reader,
 )
 from refusals.providers.anthropic import message_response, plain_message
-from refusals.providers.anthropic.schema import Message
+from refusals.providers.anthropic.schema import Message, PlainMessage
 from refusals.providers.openai_chat import completion_response, plain_completion
-from refusals.providers.openai_chat.schema import Completion
+from refusals.providers.openai_chat.schema import Completion, PlainCompletion
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
 from refusals.scan._summary import Summary, Tally
@@ -421,6 +423,37 @@ class _PlainEnvelope(msgspec.Struct, gc=False):
     result: _PlainResult | UnsetType = UNSET
     type: str | UnsetType = UNSET
 
+
+class _QuickResponse(msgspec.Struct, gc=False):
+    """`_PlainResponse` of a 2xx response whose body is a plain answer."""
+
+    body: PlainCompletion
+    status_code: Annotated[int, msgspec.Meta(lt=400)] | None = None
+
+
+class _QuickResult(msgspec.Struct, gc=False):
+    """`_PlainResult` of a succeeded request whose message is a plain answer."""
+
+    type: Literal["succeeded"]
+    message: PlainMessage
+
+
+class _QuickBatchLine(msgspec.Struct, gc=False):
+    """`_PlainEnvelope` of a batch line whose body is a plain answer: the formats' plain
+    Structs (`PlainCompletion`, `PlainMessage`) in place of their full ones, so that a
+    line this decodes is one `_plain` finds plain, with the verdict `plain_answer` gives.
+    A line of any other kind fails the decode (the first thing `count_line` tries)."""
+
+    custom_id: str | None
+    response: _QuickResponse | UnsetType = UNSET
+    result: _QuickResult | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+    type: str | UnsetType = UNSET
+
+
+_decode_quick_batch = msgspec.json.Decoder(_QuickBatchLine).decode
+_BATCH_HEAD: Final = 96
+"""Batch lines name their `custom_id` first or after a short `id`: within these bytes."""
 
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode
 _decode_plain_envelope = msgspec.json.Decoder(_PlainEnvelope).decode
@@ -862,7 +895,14 @@ class Classifier:
         """
         # One decode of envelope and body for most lines; the rest are read again with
         # the bodies kept raw.
-        if not self.forced and b'"custom_id"' not in line:
+        if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+            verdict = self._quick_batch(line)
+            if verdict is not None:
+                tally_key = (verdict[0], verdict[1], verdict[2], False)
+                counts = tally.counts
+                counts[tally_key] = counts.get(tally_key, 0) + 1
+                return True
+        elif not self.forced and b'"custom_id"' not in line:
             reader = struct_reader(line)
             if reader is not None and self._count_bare(line, reader, summary, tally.counts):
                 return True
@@ -915,6 +955,25 @@ class Classifier:
             errors[key] = outcome
         _count(outcome, summary, counts)
         return True
+
+    def _quick_batch(self, line: bytes) -> Plain | None:
+        """The verdict of a batch line whose body is a plain answer, from one decode into
+        the plain Structs (`_QuickBatchLine`); None for any other line."""
+        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
+            line, self._deep_refused
+        ):
+            return None
+        try:
+            quick = _decode_quick_batch(line)
+        except _TYPED_ERRORS:
+            return None
+        # `Classifier._shape`: a `result` makes the line an Anthropic batch result.
+        result = quick.result
+        if result is not UNSET:
+            plain = anthropic.plain_answer(result.message, "anthropic")
+            return plain if plain is not NOT_PLAIN else None
+        response = quick.response
+        return openai_chat.plain_answer(response.body) if response is not UNSET else None
 
     def _count_bare(
         self, line: bytes, reader: StructReader, summary: Summary, counts: dict[Any, int]

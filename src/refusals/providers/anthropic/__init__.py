@@ -39,6 +39,7 @@ from refusals.providers.anthropic.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_answer,
     plain_message,
 )
 from refusals.providers.anthropic.stream import (
@@ -67,6 +68,7 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_answer",
     "plain_message",
 ]
 

@@ -36,6 +36,7 @@ from refusals.providers.anthropic.schema import (
     Message,
     MessageUsage,
     ModelRef,
+    PlainMessage,
     decode_message,
 )
 
@@ -162,6 +163,25 @@ def plain_message(body: Message, provider: str | None) -> Plain | None:
     model = body.model
     assert finish is not None  # a plain finish
     return "anthropic", model if type(model) is str else None, finish
+
+
+def plain_answer(body: PlainMessage, provider: str | None) -> Plain | None:
+    """`plain_message(body, provider)` of a body `PlainMessage` decodes (the Struct
+    declines every other answer); None when detection would not take it for a Messages
+    body, NOT_PLAIN when a tool call's input is one the mapping declines."""
+    if provider is None:
+        if body.object is not None and body.object in ("chat.completion", "response"):
+            return None
+    elif provider != "anthropic":
+        return None
+    for block in body.content or ():
+        if block.type == "tool_use" and block.input:
+            try:
+                json_text(raw_value(block.input))  # what `to_response` may decline on
+            except FAST_FAILED:
+                return NOT_PLAIN
+    model = body.model
+    return "anthropic", model if type(model) is str else None, STOP_REASONS[body.stop_reason]
 
 
 def to_response(body: Message, provider: str) -> LLMResponse:

@@ -12,9 +12,11 @@ https://docs.claude.com/en/api/errors (error bodies).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
-from refusals.providers._common import NO_RAW, Count, Int, Raw
+from refusals.providers._common import NO_RAW, Absent, Count, Int, Raw
 
 
 class ModelRef(msgspec.Struct, gc=False):
@@ -144,3 +146,58 @@ class Event(msgspec.Struct, gc=False):
 decode_message = msgspec.json.Decoder(Message).decode
 decode_error = msgspec.json.Decoder(ErrorBody).decode
 decode_event = msgspec.json.Decoder(Event).decode
+
+
+# --- plain answers -----------------------------------------------------------------------
+# For counting logs, where most bodies are plain answers: Structs that decode a Messages
+# body only when `plain_message` finds it one. Every key `Message` declares is declared
+# here as strictly or more (stop details, usage iterations, fallback blocks and the
+# Bedrock markers are `Absent` or left out of the types), so a body these decode is one
+# `Message` decodes and finds plain but for what `plain_answer` still checks (another
+# format's `object`, a tool call's input). Any other body fails the decode and is read
+# the usual way.
+
+PlainStop = Literal[
+    "end_turn", "stop_sequence", "max_tokens", "model_context_window_exceeded", "tool_use"
+]
+"""The `stop_reason` values that map to a plain finish (`response.STOP_REASONS`)."""
+
+
+class PlainBlock(msgspec.Struct, gc=False):
+    """A content block of a plain answer (a fallback block is not one)."""
+
+    type: Literal["text", "thinking", "redacted_thinking", "tool_use"] | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Raw = NO_RAW
+    from_: Absent = msgspec.field(default=0, name="from")
+    to: Absent = 0
+    trigger: Absent = 0
+
+
+class PlainUsage(msgspec.Struct, gc=False):
+    input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
+    cache_read_input_tokens: Count | None = 0
+    cache_creation_input_tokens: Count | None = 0
+    iterations: Absent = 0
+
+
+class PlainMessage(msgspec.Struct, gc=False):
+    """A Messages body that is a plain answer."""
+
+    type: Literal["message"]
+    stop_reason: PlainStop
+    object: str | None = None
+    id: str | None = None
+    model: str | msgspec.UnsetType | None = msgspec.UNSET
+    content: list[PlainBlock] | None = None
+    stop_details: None = None
+    usage: PlainUsage | None = None
+    status: Raw = NO_RAW
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")

@@ -87,6 +87,7 @@ from refusals.providers.openai_chat.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_answer,
     plain_completion,
     to_response,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_answer",
     "plain_completion",
     "stop_for",
     "to_response",

@@ -58,10 +58,11 @@ from refusals.providers.openai_chat.schema import (
     Legacy,
     Message,
     Part,
+    PlainCompletion,
     decode_completion,
     decode_legacy,
 )
-from refusals.providers.openai_chat.vendors import vendor_of
+from refusals.providers.openai_chat.vendors import served_by, vendor_of
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": FinishReason.STOP,
@@ -223,6 +224,17 @@ def plain_completion(body: Completion, provider: str | None) -> Plain | None:
         return NOT_PLAIN
     model = body.model
     return provider, model if model is not None and model.strip() else None, finish
+
+
+def plain_answer(body: PlainCompletion) -> Plain:
+    """`plain_completion(body, None)` of a body `PlainCompletion` decodes: the Struct
+    declines every body that is not a plain answer."""
+    model = body.model
+    return (
+        served_by(body),
+        model if model is not None and model.strip() else None,
+        FINISH_REASONS[body.choices[0].finish_reason],
+    )
 
 
 def answer_choice(choices: list[Choice]) -> Choice | None:

@@ -12,7 +12,7 @@ https://platform.openai.com/docs/guides/error-codes
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
@@ -153,6 +153,72 @@ class Completion(msgspec.Struct, gc=False):
 
 decode_completion = msgspec.json.Decoder(Completion).decode
 decode_legacy = msgspec.json.Decoder(Legacy).decode
+
+
+# --- plain answers -----------------------------------------------------------------------
+# For counting logs, where most bodies are plain answers: Structs that decode a completion
+# only when `plain_completion` (detection without a provider) finds it one. Every key the
+# Structs above declare is declared here as strictly or more (a key that could refuse,
+# filter, fail the body or make it another vendor's is `Absent`), so a body these decode
+# is one `Completion` decodes and finds plain; `plain_answer` gives its verdict from the
+# few fields left. Any other body fails the decode and is read the usual way.
+
+PlainFinish = Literal["stop", "length", "model_length", "tool_calls", "function_call", "eos"]
+"""The `finish_reason` values that map to a plain finish (`response.FINISH_REASONS`)."""
+
+
+class PlainFunction(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None  # JSON text: any other value is read the usual way
+
+
+class PlainCall(msgspec.Struct, gc=False):
+    index: Int | None = None
+    id: str | None = None
+    function: PlainFunction | None = None
+    custom: Absent = 0
+
+
+class PlainMessage(msgspec.Struct, gc=False):
+    content: str | None = None
+    refusal: None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    reasoning_details: list[ReasoningEntry] | None = None
+    tool_calls: list[PlainCall] | None = None
+    function_call: Absent = 0
+    role: Raw = NO_RAW
+
+
+class PlainChoice(msgspec.Struct, gc=False):
+    message: PlainMessage
+    finish_reason: PlainFinish
+    index: Int | None = 0
+    delta: None = None
+    native_finish_reason: Absent = 0
+    content_filter_results: Absent = 0
+    content_filter_offsets: Raw = NO_RAW
+
+
+class PlainCompletion(msgspec.Struct, gc=False):
+    """A chat completion that is a plain answer: one choice, its message of plain text
+    and tool calls, nothing Azure, OpenRouter or an error could mark."""
+
+    object: Literal["chat.completion"]
+    choices: Annotated[list[PlainChoice], msgspec.Meta(min_length=1, max_length=1)]
+    id: str | None = None
+    type: str | None = None
+    model: str | None = None
+    usage: ChatUsage | None = None
+    system_fingerprint: str | None = None
+    provider: None = None
+    x_groq: Groq | msgspec.UnsetType | None = msgspec.UNSET
+    prompt_filter_results: Absent = 0
+    prompt_annotations: Absent = 0
+    moderation: Absent = 0
+    error: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
 
 
 # --- error bodies ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import msgspec
 from refusals.providers._common import JsonObject, arr, obj
 from refusals.providers.openai_chat.errors import XAI_CHECK, is_error
 from refusals.providers.openai_chat.filters import text_of
-from refusals.providers.openai_chat.schema import Choice, Completion
+from refusals.providers.openai_chat.schema import Choice, Completion, PlainCompletion
 
 _MISTRAL_MODEL = re.compile(r"mistral|ministral|codestral|magistral|devstral|pixtral")
 _UNSET: Any = msgspec.UNSET
@@ -72,6 +72,12 @@ def vendor_of(body: Completion, choices: list[Choice]) -> str:
         openrouter = any(choice.native_finish_reason is not _UNSET for choice in choices)
     if openrouter or body.provider is not None:
         return "openrouter"
+    return served_by(body)
+
+
+def served_by(body: Completion | PlainCompletion) -> str:
+    """The vendor of a completion that no Azure or OpenRouter key marks: Groq's, Ollama's,
+    or the model's."""
     if body.x_groq is not _UNSET:
         return "groq"
     if body.system_fingerprint == "fp_ollama":
