@@ -530,14 +530,27 @@ class StructReader:
     body: type[msgspec.Struct]
     plain: Callable[[Any, str | None], Plain | None]
     response: Callable[[Any, str | None], LLMResponse | None]
+    # A Struct that decodes only bodies `plain` finds plain answers, and their verdict
+    # (`plain`'s, or None when detection would not take the body), for the formats that
+    # have one.
+    plain_body: type[msgspec.Struct] | None = None
+    plain_answer: Callable[[Any, str | None], Plain | None] | None = None
 
 
 _STRUCT_READERS: dict[WireFormat, StructReader] = {
     openai_chat: StructReader(
-        openai_chat.schema.Completion, openai_chat.plain_completion, openai_chat.completion_response
+        openai_chat.schema.Completion,
+        openai_chat.plain_completion,
+        openai_chat.completion_response,
+        openai_chat.schema.PlainCompletion,
+        openai_chat.plain_answer,
     ),
     anthropic: StructReader(
-        anthropic.schema.Message, anthropic.plain_message, anthropic.message_response
+        anthropic.schema.Message,
+        anthropic.plain_message,
+        anthropic.message_response,
+        anthropic.schema.PlainMessage,
+        anthropic.plain_answer,
     ),
     gemini: StructReader(gemini.schema.Body, gemini.plain_body, gemini.body_response),
     bedrock: StructReader(bedrock.schema.Converse, bedrock.plain_body, bedrock.body_response),
@@ -549,6 +562,9 @@ def struct_reader(payload: bytes) -> StructReader | None:
     `payload` does, when it has them: its answer, when not None, is `plain_verdict`'s
     and (without an error) `normalize`'s on the body."""
     module = _by_head(payload)
+    if module is None:
+        # `_first` asks the module of the first telling key the body holds.
+        module = next((module for needle, module in _TELLING_KEYS if needle in payload), None)
     return _STRUCT_READERS.get(module) if module is not None else None
 
 

@@ -47,6 +47,7 @@ from refusals.providers import (
     plain_verdict,
     struct_reader,
 )
+from refusals.providers._common import Absent
 from refusals.providers.anthropic import message_response, plain_message
 from refusals.providers.anthropic.schema import Message, PlainMessage
 from refusals.providers.openai_chat import completion_response, plain_completion
@@ -818,6 +819,24 @@ def _line_decoder(reader: StructReader) -> Callable[[bytes], Any]:
     return decode
 
 
+_quick_decoders: dict[type[msgspec.Struct], Callable[[bytes], Any]] = {}
+
+
+def _quick_decoder(plain_body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
+    """A decoder of a bare body's line into its format's plain-answer Struct, declining a
+    line with a `custom_id` (a batch line, whatever else it holds)."""
+    decode = _quick_decoders.get(plain_body)
+    if decode is None:
+        line = msgspec.defstruct(
+            plain_body.__name__ + "Line",
+            [("custom_id", Absent, msgspec.field(default=0, name="custom_id"))],
+            bases=(plain_body,),
+            gc=False,
+        )
+        decode = _quick_decoders[plain_body] = msgspec.json.Decoder(line).decode
+    return decode
+
+
 class Classifier:
     """Classifies the lines of one file (or one part of it), in order.
 
@@ -902,7 +921,7 @@ class Classifier:
                 counts = tally.counts
                 counts[tally_key] = counts.get(tally_key, 0) + 1
                 return True
-        elif not self.forced and b'"custom_id"' not in line:
+        elif not self.forced:
             reader = struct_reader(line)
             if reader is not None and self._count_bare(line, reader, summary, tally.counts):
                 return True
@@ -985,6 +1004,19 @@ class Classifier:
             and not _plausible(line, self._deep_refused)
         ):
             return False
+        if reader.plain_body is not None and reader.plain_answer is not None:
+            # A plain answer, most lines: its verdict from one decode into the format's
+            # plain-answer Struct.
+            try:
+                quick = _quick_decoder(reader.plain_body)(line)
+            except _TYPED_ERRORS:
+                pass
+            else:
+                plain = None if _dict_path_type(quick.type) else reader.plain_answer(quick, None)
+                if plain is not None and plain is not NOT_PLAIN:
+                    key = (plain[0], plain[1], plain[2], False)
+                    counts[key] = counts.get(key, 0) + 1
+                    return True
         try:
             body = _line_decoder(reader)(line)
             if bytes(body.custom_id):

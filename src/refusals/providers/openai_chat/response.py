@@ -226,9 +226,12 @@ def plain_completion(body: Completion, provider: str | None) -> Plain | None:
     return provider, model if model is not None and model.strip() else None, finish
 
 
-def plain_answer(body: PlainCompletion) -> Plain:
+def plain_answer(body: PlainCompletion, provider: str | None = None) -> Plain | None:
     """`plain_completion(body, None)` of a body `PlainCompletion` decodes: the Struct
-    declines every body that is not a plain answer."""
+    declines every body that is not a plain answer. None for a named provider (only
+    detection's verdict is worked out here)."""
+    if provider is not None:
+        return None
     model = body.model
     return (
         served_by(body),
