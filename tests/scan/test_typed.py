@@ -609,12 +609,107 @@ def _message_paths(body: Any) -> list[tuple[Any, ...]]:
     return paths
 
 
+GEMINI_LENGTH = _body("gemini/finish-max-tokens.json")
+GEMINI_STOP = {
+    **GEMINI_LENGTH,
+    "candidates": [{**GEMINI_LENGTH["candidates"][0], "finishReason": "STOP"}],
+}
+_REASONED = _body("bedrock/written/tool-use-reasoning.json")
+# The same answer without its redacted reasoning block, which makes it not plain.
+CONVERSE_TOOLS = _set_at(
+    _REASONED,
+    ("output", "message", "content"),
+    [
+        block
+        for block in _REASONED["output"]["message"]["content"]
+        if "redactedContent" not in str(block)
+    ],
+)
+CONVERSE_STOP = _body("bedrock/converse-end-turn.json")
+
+_GEMINI_VALUES: list[Any] = [
+    "STOP",
+    "SAFETY",
+    "MAX_TOKENS",
+    "2025-01-01T00:00:00Z",
+    {"blockReason": "SAFETY"},
+    {"code": 429, "message": "m"},
+    [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "HIGH", "blocked": True}],
+    [{"category": "HARM_CATEGORY_HATE_SPEECH", "probability": "LOW"}],
+    [{"functionCall": {"name": "f", "args": {"a": 1}}}],
+    [{"text": "a"}, {"functionCall": {"name": "f"}}],
+    [{"finishReason": "STOP", "index": 1}, {"finishReason": "SAFETY", "index": 0}],
+]
+_CONVERSE_VALUES: list[Any] = [
+    "end_turn",
+    "guardrail_intervened",
+    "message",
+    "error",
+    {"guardrail": {"outputAssessments": {}}},
+    _body("bedrock/written/end-turn-trace-blocked.json")["trace"],
+    {"text": "t"},
+    [{"citationsContent": {"citations": []}}],
+    [{"reasoningContent": {"redactedContent": "eA=="}}],
+    [{"toolUse": {"toolUseId": "t", "name": "n", "input": {"a": 1}}}],
+    "INTERVENED",
+]
+
+
+def _gemini_paths() -> list[tuple[Any, ...]]:
+    candidate = ("candidates", 0)
+    paths: list[tuple[Any, ...]] = [
+        (key,)
+        for key in (
+            "candidates",
+            "createTime",
+            "error",
+            "modelVersion",
+            "promptFeedback",
+            "responseId",
+            "usageMetadata",
+            "object",
+            "type",
+            "choices",
+            "output",
+            "amazon-bedrock-guardrailAction",
+        )
+    ]
+    paths += [
+        (*candidate, key)
+        for key in ("content", "finishMessage", "finishReason", "index", "safetyRatings")
+    ]
+    paths += [(*candidate, "content", "parts")]
+    return paths
+
+
+def _converse_paths(body: Any) -> list[tuple[Any, ...]]:
+    paths: list[tuple[Any, ...]] = [
+        (key,)
+        for key in (
+            "output",
+            "stopReason",
+            "usage",
+            "trace",
+            "object",
+            "type",
+            "candidates",
+            "promptFeedback",
+            "amazon-bedrock-invocationMetrics",
+        )
+    ]
+    paths += [("output", "message"), ("output", "message", "content")]
+    for index, block in enumerate(body["output"]["message"]["content"]):
+        paths += [("output", "message", "content", index, key) for key in block]
+    return paths
+
+
 def test_plain_answers_with_any_key_changed_count_as_the_dict_path_reads_them(
     tmp_path: Path,
 ) -> None:
-    # A counting scan decodes batch lines into Structs that take plain answers only
-    # (`_QuickBatchLine`): any value in any key they read must leave it the dict path's
-    # verdict, whether it makes the body another vendor's, refused, filtered or failed.
+    # A counting scan decodes lines into Structs that take plain answers only (batch
+    # lines into `_QuickBatchLine`, bare bodies into each format's plain Struct): any
+    # value in any key they read must leave the dict path's verdict, whether it makes the
+    # body another vendor's or format's, refused, filtered or failed.
     lines: list[bytes] = []
     for body in (CHAT_STOP, CHAT_TOOLS, CHAT_LENGTH):
         assert body["object"] == "chat.completion"
@@ -628,10 +723,20 @@ def test_plain_answers_with_any_key_changed_count_as_the_dict_path_reads_them(
             changed = _set_at(ANTHROPIC_STOP, path, value)
             lines.append(_dump(_anthropic({"type": "succeeded", "message": changed}), True))
             lines.append(_dump(changed, ascii_only=True))
+    for body in (GEMINI_LENGTH, GEMINI_STOP):
+        for path in _gemini_paths():
+            for value in ODD_VALUES + _GEMINI_VALUES:
+                lines.append(_dump(_set_at(body, path, value), ascii_only=True))
+    for body in (CONVERSE_STOP, CONVERSE_TOOLS):
+        for path in _converse_paths(body):
+            for value in ODD_VALUES + _CONVERSE_VALUES:
+                lines.append(_dump(_set_at(body, path, value), ascii_only=True))
     summary, rows = _assert_same(_write(tmp_path / "plain.jsonl", lines))
     # The changes make every kind of verdict, and many stay plain answers.
     finishes = {row[6] for row in rows}
     assert {"stop", "length", "tool_calls", "refusal", "content_filter", "error"} <= finishes
     providers = {row[4] for row in rows}
     assert {"openai", "azure", "openrouter", "groq", "ollama", "anthropic"} <= providers
+    assert {"gemini", "vertex", "bedrock"} <= providers
+    assert {(row[4], row[6]) for row in rows} >= {("bedrock", "tool_calls"), ("gemini", "length")}
     assert summary["records"] > 2000

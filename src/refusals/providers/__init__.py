@@ -552,8 +552,20 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         anthropic.schema.PlainMessage,
         anthropic.plain_answer,
     ),
-    gemini: StructReader(gemini.schema.Body, gemini.plain_body, gemini.body_response),
-    bedrock: StructReader(bedrock.schema.Converse, bedrock.plain_body, bedrock.body_response),
+    gemini: StructReader(
+        gemini.schema.Body,
+        gemini.plain_body,
+        gemini.body_response,
+        gemini.schema.PlainBody,
+        gemini.plain_answer,
+    ),
+    bedrock: StructReader(
+        bedrock.schema.Converse,
+        bedrock.plain_body,
+        bedrock.body_response,
+        bedrock.schema.PlainConverse,
+        bedrock.plain_answer,
+    ),
 }
 
 

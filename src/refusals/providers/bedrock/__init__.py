@@ -59,6 +59,7 @@ from refusals.providers.bedrock.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_answer,
     plain_body,
 )
 from refusals.providers.bedrock.schema import (
@@ -100,5 +101,6 @@ __all__ = [
     "parse_invoke",
     "parse_plain",
     "parse_response",
+    "plain_answer",
     "plain_body",
 ]

@@ -38,6 +38,7 @@ from refusals.providers.bedrock.schema import (
     API,
     DECLINED,
     Converse,
+    PlainConverse,
     ReasoningText,
     decode_converse,
 )
@@ -150,6 +151,27 @@ def plain_body(body: Converse, provider: str | None) -> Plain | None:
     except DECLINED:
         return NOT_PLAIN
     return "bedrock", None, finish  # Converse does not echo the model id
+
+
+def plain_answer(body: PlainConverse, provider: str | None) -> Plain | None:
+    """`plain_body(body, None)` of a body `PlainConverse` decodes (the Struct declines
+    most bodies that are not plain answers); None for a named provider or a body
+    detection would not take, NOT_PLAIN for a tool input the mapping declines."""
+    if provider is not None:
+        return None
+    if body.object is not None and body.object in ("chat.completion", "response"):
+        return None
+    if body.type is not None and body.type in ("message", "error"):
+        return None
+    message = body.output.message
+    try:
+        for block in (message.content if message is not None else None) or ():
+            tool = block.tool_use
+            if tool is not None and tool.input:
+                json_text(raw_value(tool.input))  # what `to_response` may decline on
+    except DECLINED:
+        return NOT_PLAIN
+    return "bedrock", None, STOP_REASONS[body.stop_reason]
 
 
 def _decoded(data: bytes | str, provider: str | None) -> Converse | None:

@@ -5,11 +5,14 @@ https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.htm
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from refusals.providers._common import (
     FAST_FAILED,
     NO_RAW,
+    Absent,
     Count,
     Int,
     Raw,
@@ -95,6 +98,59 @@ class Converse(msgspec.Struct, rename="camel", gc=False):
 
 
 decode_converse = msgspec.json.Decoder(Converse).decode
+
+
+# --- plain answers -----------------------------------------------------------------------
+# For counting logs, where most bodies are plain answers: Structs that decode a Converse
+# body only when `plain_body` (detection without a provider) could find it one. Every key
+# `Converse` declares is declared here as strictly or more (a trace, citations, redacted
+# reasoning, a non-plain stopReason, Gemini's keys and the InvokeModel markers are
+# `Absent` or narrowed), so a body these decode is one `Converse` decodes; `plain_answer`
+# checks what is left (other formats' `object` and `type`, tool inputs).
+
+
+class PlainReasoning(msgspec.Struct, rename="camel", gc=False):
+    reasoning_text: ReasoningText | msgspec.UnsetType | None = msgspec.UNSET
+    redacted_content: Absent = 0
+
+
+class PlainBlock(msgspec.Struct, rename="camel", gc=False):
+    text: str | None = None
+    citations_content: Absent = 0
+    tool_use: ToolUse | None = None
+    reasoning_content: PlainReasoning | None = None
+
+
+class PlainMessage(msgspec.Struct, gc=False):
+    content: list[PlainBlock] | None = None
+
+
+class PlainOutput(msgspec.Struct, gc=False):
+    message: PlainMessage | None = None
+
+
+PlainStop = Literal[
+    "end_turn", "stop_sequence", "max_tokens", "model_context_window_exceeded", "tool_use"
+]
+"""The `stopReason` values that map to a plain finish (`response.STOP_REASONS`)."""
+
+
+class PlainConverse(msgspec.Struct, rename="camel", gc=False):
+    """A Converse body that is a plain answer."""
+
+    output: PlainOutput
+    stop_reason: PlainStop
+    usage: ConverseUsage | None = None
+    response_metadata: ResponseMetadata | None = msgspec.field(
+        default=None, name="ResponseMetadata"
+    )
+    trace: Absent = 0
+    object: str | None = None
+    type: str | None = None
+    candidates: Absent = 0
+    prompt_feedback: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name=GUARDRAIL_ACTION)
+    invocation_metrics: Absent = msgspec.field(default=0, name=INVOCATION_METRICS)
 
 
 class ErrorDetails(msgspec.Struct, rename="pascal", gc=False):

@@ -46,6 +46,7 @@ from refusals.providers.gemini.response import (
     parse_fast,
     parse_plain,
     parse_response,
+    plain_answer,
     plain_body,
     wire_keys,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_answer",
     "plain_body",
     "wire_keys",
 ]

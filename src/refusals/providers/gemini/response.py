@@ -51,6 +51,7 @@ from refusals.providers.gemini.schema import (
     Candidate,
     Feedback,
     Part,
+    PlainBody,
     Rating,
     UsageMetadata,
     decode_body,
@@ -232,6 +233,33 @@ def plain_body(body: Body, provider: str | None) -> Plain | None:
     model = body.model_version
     assert finish is not None  # a plain finish
     return provider, model if type(model) is str else None, finish
+
+
+def plain_answer(body: PlainBody, provider: str | None) -> Plain | None:
+    """`plain_body(body, None)` of a body `PlainBody` decodes (the Struct declines most
+    bodies that are not plain answers); None for a named provider or a body detection
+    would not take, NOT_PLAIN for a rating marked blocked or a call the mapping declines."""
+    if provider is not None or (
+        body.model_version is _UNSET
+        and body.response_id is _UNSET
+        and body.usage_metadata is _UNSET
+    ):
+        return None
+    candidate = body.candidates[0]
+    finish = _STOP if candidate.finish_reason == "STOP" else _LENGTH
+    try:
+        if candidate.safety_ratings and blocked_ratings(candidate.safety_ratings):
+            return NOT_PLAIN
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or ():
+            if part.function_call is not None:
+                call_arguments(part)  # what `to_response` may decline the body on
+                if finish is _STOP:
+                    finish = _TOOL_CALLS
+    except FAST_FAILED:
+        return NOT_PLAIN
+    model = body.model_version
+    return "vertex" if body.create_time else "gemini", model if type(model) is str else None, finish
 
 
 def _decoded(data: bytes | str, provider: str | None) -> Body | None:
@@ -464,6 +492,7 @@ _UNSET: Any = msgspec.UNSET
 _FINISH_REASON = FINISH_REASONS.get
 # Module names for the members: reading one off the enum class costs a lookup each time.
 _STOP, _TOOL_CALLS, _ERROR = FinishReason.STOP, FinishReason.TOOL_CALLS, FinishReason.ERROR
+_LENGTH = FinishReason.LENGTH
 _FILTERED = FinishReason.CONTENT_FILTER
 _UNBLOCKED = frozenset({FinishReason.STOP, FinishReason.LENGTH})
 """Finishes a rating marked `blocked: true` overrides (the filter decided, not the end)."""

@@ -12,9 +12,11 @@ https://cloud.google.com/apis/design/errors (the `google.rpc.Status` error body)
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import msgspec
 
-from refusals.providers._common import NO_RAW, Count, Int, Raw
+from refusals.providers._common import NO_RAW, Absent, Count, Int, Raw
 
 
 class FunctionCall(msgspec.Struct, gc=False):
@@ -106,3 +108,46 @@ class Body(msgspec.Struct, rename="camel", gc=False):
 
 decode_body = msgspec.json.Decoder(Body).decode
 decode_ratings = msgspec.json.Decoder(list[Rating] | None).decode
+
+
+# --- plain answers -----------------------------------------------------------------------
+# For counting logs, where most bodies are plain answers: Structs that decode a body only
+# when `plain_body` (detection without a provider) could find it one. Every key `Body`
+# declares is declared here as strictly or more (a blocked prompt, a finish message,
+# another candidate first, an error and other formats' keys are `Absent` or narrowed), so
+# a body these decode is one `Body` decodes; `plain_answer` checks what is left (the keys
+# detection needs, ratings marked blocked, function calls). Any other body fails the
+# decode and is read the usual way.
+
+
+class PlainCandidate(msgspec.Struct, rename="camel", gc=False):
+    finish_reason: Literal["STOP", "MAX_TOKENS"]
+    content: Content | None = None
+    finish_message: None = None
+    index: Literal[0] | None = 0
+    safety_ratings: Raw = NO_RAW
+
+
+class PlainFeedback(msgspec.Struct, rename="camel", gc=False):
+    block_reason: None = None
+    block_reason_message: str | None = None
+    safety_ratings: Raw = NO_RAW
+
+
+class PlainBody(msgspec.Struct, rename="camel", gc=False):
+    """A generateContent body whose first candidate may be a plain answer."""
+
+    candidates: Annotated[list[PlainCandidate], msgspec.Meta(min_length=1, max_length=1)]
+    create_time: Raw = NO_RAW
+    error: None = None
+    message: str | None = None
+    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
+    prompt_feedback: PlainFeedback | msgspec.UnsetType | None = msgspec.UNSET
+    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
+    usage_metadata: UsageMetadata | msgspec.UnsetType | None = msgspec.UNSET
+    object: Absent = 0
+    type: Absent = 0
+    choices: Absent = 0
+    output: Absent = 0
+    guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")
+    invocation_metrics: Absent = msgspec.field(default=0, name="amazon-bedrock-invocationMetrics")
