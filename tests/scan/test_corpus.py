@@ -10,9 +10,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import refusals
-from refusals.scan import ScanRecord, Summary, scan_local
+from refusals.scan import ScanRecord, Summary, Task, plan, scan_local
+from refusals.scan._sources import _part
 from refusals.scan.corpus import FIXTURES, Truth, generate
 
 
@@ -141,3 +144,27 @@ def test_the_demo_corpus_needs_no_extra(tmp_path: Path, monkeypatch: pytest.Monk
     assert logs == ["responses.jsonl.gz"]
     summary = scan_local([str(tmp_path / "demo")], jobs=1)
     assert (summary.records, summary.bad_records) == (truth.records, truth.bad_records)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+    st.booleans(),
+    st.integers(min_value=1, max_value=200),
+)
+def test_the_parts_of_a_file_read_each_of_its_lines_once(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], last_newline: bool, chunk: int
+) -> None:
+    # A line belongs to the part it starts in, however the part bounds cut it.
+    data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    path = tmp_path_factory.mktemp("parts") / "lines.jsonl"
+    path.write_bytes(data)
+    read: list[bytes] = []
+    for task in plan([str(path)], "jsonl", chunk_bytes=chunk):
+        assert isinstance(task, Task)
+        with path.open("rb") as stream:
+            part = _part(stream, task) if task.end is not None else stream
+            read.extend(iter(part.readline, b""))
+    pieces = data.split(b"\n")
+    expected = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+    assert read == expected

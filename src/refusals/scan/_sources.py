@@ -385,9 +385,6 @@ _EMPTY_LINES = frozenset({b"", b"{}"})
 _EMPTY_OBJECT = "unrecognised JSON object (keys: none)"
 """What the readers say of `{}`, said without asking them."""
 
-_TOO_LONG = bytes(1)
-"""Stands for a line over `MAX_LINE_BYTES` already read past (compared by identity)."""
-
 
 def _skip_rest_of_line(stream: IO[bytes], line: bytes) -> None:
     """Read past the end of a line too long to keep, holding none of it."""
@@ -395,28 +392,49 @@ def _skip_rest_of_line(stream: IO[bytes], line: bytes) -> None:
         line = stream.readline(READ_BYTES)
 
 
-def _lines(stream: IO[bytes], task: Task) -> Iterator[bytes]:
-    if task.end is None:
-        yield from iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b"")
-        return
-    position = task.start
-    if position > 0:
+def _rest_of_line(stream: IO[bytes]) -> int:
+    """The bytes from the stream's position through the end of its line (or file)."""
+    length = 0
+    while line := stream.readline(READ_BYTES):
+        length += len(line)
+        if line.endswith(b"\n"):
+            break
+    return length
+
+
+class _Window(io.RawIOBase):
+    """The next `size` bytes of a stream, as a stream of their own: a buffered reader
+    over it reads a part's lines in C, where a generator counting each line's bytes up
+    to the part's end would run for every line."""
+
+    def __init__(self, stream: IO[bytes], size: int) -> None:
+        super().__init__()
+        self._stream = stream
+        self._left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._stream.read(min(len(buffer), self._left)) if self._left > 0 else b""
+        buffer[: len(data)] = data
+        self._left -= len(data)
+        return len(data)
+
+
+def _part(stream: IO[bytes], task: Task) -> IO[bytes]:
+    """The lines of one part of a file: those that start in `[task.start, task.end)`."""
+    assert task.end is not None
+    start = task.start
+    if start > 0:
         # The line running across `start` belongs to the part before.
-        stream.seek(position - 1)
-        position += len(stream.readline()) - 1
-    end = task.end
-    while position < end:
-        line = stream.readline(MAX_LINE_BYTES + 1)
-        if not line:
-            return
-        position += len(line)
-        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-            # Counted whole, so that the part's end is found where it is.
-            while not line.endswith(b"\n") and (line := stream.readline(READ_BYTES)):
-                position += len(line)
-            yield _TOO_LONG  # reported by the caller
-            continue
-        yield line
+        stream.seek(start - 1)
+        start += _rest_of_line(stream) - 1
+    # The line running across `end` belongs to this part, through its newline.
+    stream.seek(task.end - 1)
+    stop = task.end - 1 + _rest_of_line(stream)
+    stream.seek(start)
+    return io.BufferedReader(_Window(stream, max(stop - start, 0)), READ_BYTES)
 
 
 def run_task(
@@ -459,18 +477,14 @@ def _scan_lines(
         summary.add_problem(Problem(source, 0, str(exc)))
         return 0
     try:
-        # A whole file is read by readline called from C (no generator frame between),
-        # each line bounded so that one endless line cannot take the memory.
-        lines = (
-            iter(functools.partial(stream.readline, MAX_LINE_BYTES + 1), b"")
-            if task.end is None
-            else _lines(stream, task)
-        )
-        for line in lines:
+        # Lines are read by readline called from C (no generator frame between; a part
+        # through its own window), each bounded so that one endless line cannot take
+        # the memory.
+        reader = stream if task.end is None else _part(stream, task)
+        for line in iter(functools.partial(reader.readline, MAX_LINE_BYTES + 1), b""):
             number += 1
-            if line is _TOO_LONG or len(line) > MAX_LINE_BYTES:
-                if line is not _TOO_LONG:
-                    _skip_rest_of_line(stream, line)
+            if len(line) > MAX_LINE_BYTES:
+                _skip_rest_of_line(reader, line)
                 summary.add_problem(
                     Problem(source, number, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped")
                 )
