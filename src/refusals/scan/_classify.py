@@ -15,10 +15,13 @@ does not know, a body `normalize` refuses, bytes orjson would refuse) it returns
 the line takes the dict path, which so writes every bad-record message.
 `tests/scan/test_typed.py` compares the two paths record by record.
 
-A scan that only counts (`Classifier.count_line`) asks first for the verdict alone: the
-envelope is decoded with its batch body in the same pass (`_PlainEnvelope`, the formats'
-own Structs), and a plain answer is counted from `plain_completion`, `plain_message` or
-`plain_verdict` without an `LLMResponse`. A batch body that is not plain is read from the
+A scan that only counts (`Classifier.count_line`) asks first for the verdict alone. A
+line is first decoded into the formats' plain-answer Structs (`_QuickBatchLine` for a
+batch line, the format's own for a bare body, `StructReader.plain_body`), which decode
+only plain answers: most lines are counted from that one decode and `plain_answer`.
+Otherwise the envelope is decoded with its batch body in the same pass (`_PlainEnvelope`,
+the formats' own Structs), and a plain answer is counted from `plain_completion`,
+`plain_message` or `plain_verdict` without an `LLMResponse`. A batch body that is not plain is read from the
 Structs that pass decoded (`completion_response`, `message_response`); an error body is
 read once per status and bytes (error bodies are canned: the same few come again and
 again); a bare body of a format whose readers take a decoded Struct (`struct_reader`:
