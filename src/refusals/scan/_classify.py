@@ -21,12 +21,13 @@ batch line, the format's own for a bare body, `StructReader.plain_body`), which 
 only plain answers: most lines are counted from that one decode and `plain_answer`.
 Otherwise the envelope is decoded with its batch body in the same pass (`_PlainEnvelope`,
 the formats' own Structs), and a plain answer is counted from `plain_completion`,
-`plain_message` or `plain_verdict` without an `LLMResponse`. A batch body that is not plain is read from the
-Structs that pass decoded (`completion_response`, `message_response`); an error body is
-read once per status and bytes (error bodies are canned: the same few come again and
-again); a bare body of a format whose readers take a decoded Struct (`struct_reader`:
-chat completions, Messages, Gemini, Converse) is decoded once, into that Struct plus the
-one envelope key it does not read; any other line is read as above.
+`plain_message` or `plain_verdict` without an `LLMResponse`. A batch body that is not
+plain is read from the Structs that pass decoded (`completion_response`,
+`message_response`); an error body is read once per status and bytes (error bodies are
+canned: the same few come again and again); a bare body of a format whose readers take a
+decoded Struct (`struct_reader`: chat completions, Messages, Gemini, Converse) is decoded
+once, into that Struct plus the one envelope key it does not read; any other line is read
+as above.
 """
 
 from __future__ import annotations
