@@ -920,12 +920,16 @@ class Classifier:
         # the bodies kept raw.
         if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             verdict = self._quick_batch(line)
+            counts = tally.counts
             if verdict is not None:
                 tally_key = (verdict[0], verdict[1], verdict[2], False)
-                counts = tally.counts
                 counts[tally_key] = counts.get(tally_key, 0) + 1
                 return True
-        elif not self.forced:
+            # Not a plain answer, or not one the plain Structs take: an error, a refusal,
+            # a filter, a Responses body. Read whole from the raw body at once, which
+            # finds a repeated error body after one decode of the envelope.
+            return self._count_whole(line, summary, counts, None)
+        if not self.forced:
             reader = struct_reader(line)
             if reader is not None and self._count_bare(line, reader, summary, tally.counts):
                 return True
@@ -949,6 +953,13 @@ class Classifier:
             if response is not None:
                 _count(_outcome(response), summary, counts)
                 return True
+        return self._count_whole(line, summary, counts, plain)
+
+    def _count_whole(
+        self, line: bytes, summary: Summary, counts: dict[Any, int], plain: Plain | None
+    ) -> bool:
+        """`count_line` from the envelope with raw bodies: the plain verdict of a body
+        not yet asked (`plain` None), a known error body, or the response read whole."""
         key: tuple[str, int, bytes] | None = None
         try:
             envelope = self._envelope(line, _decode_envelope)
