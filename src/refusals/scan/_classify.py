@@ -925,11 +925,16 @@ class Classifier:
                 tally_key = (verdict[0], verdict[1], verdict[2], False)
                 counts[tally_key] = counts.get(tally_key, 0) + 1
                 return True
-            # Not a plain answer, or not one the plain Structs take: an error, a refusal,
-            # a filter, a Responses body. Read whole from the raw body at once, which
-            # finds a repeated error body after one decode of the envelope.
-            return self._count_whole(line, summary, counts, None)
-        if not self.forced:
+            # Not a plain answer, or not one the plain Structs take. An error body (most
+            # are repeats) is read from the envelope with raw bodies; a refusal or a
+            # filter from the envelope decoded with its body, below.
+            try:
+                raw = self._envelope(line, _decode_envelope)
+            except _TYPED_READ_ERRORS:
+                raw = None
+            if raw is not None and _error_key(*raw) is not None:
+                return self._count_whole(line, summary, counts, NOT_PLAIN, raw)
+        elif not self.forced:
             reader = struct_reader(line)
             if reader is not None and self._count_bare(line, reader, summary, tally.counts):
                 return True
@@ -956,15 +961,22 @@ class Classifier:
         return self._count_whole(line, summary, counts, plain)
 
     def _count_whole(
-        self, line: bytes, summary: Summary, counts: dict[Any, int], plain: Plain | None
+        self,
+        line: bytes,
+        summary: Summary,
+        counts: dict[Any, int],
+        plain: Plain | None,
+        envelope: tuple[_Envelope, str] | None = None,
     ) -> bool:
-        """`count_line` from the envelope with raw bodies: the plain verdict of a body
-        not yet asked (`plain` None), a known error body, or the response read whole."""
+        """`count_line` from the envelope with raw bodies (`envelope`, when decoded): the
+        plain verdict of a body not yet asked (`plain` None), a known error body, or the
+        response read whole."""
         key: tuple[str, int, bytes] | None = None
         try:
-            envelope = self._envelope(line, _decode_envelope)
             if envelope is None:
-                return False
+                envelope = self._envelope(line, _decode_envelope)
+                if envelope is None:
+                    return False
             if plain is None:
                 plain = _plain_raw(line, *envelope)
                 if plain is not None and plain is not NOT_PLAIN:
