@@ -808,37 +808,30 @@ def _dict_path_type(kind: object) -> bool:
 _line_decoders: dict[type[msgspec.Struct], Callable[[bytes], Any]] = {}
 
 
-def _line_decoder(reader: StructReader) -> Callable[[bytes], Any]:
-    """A decoder of a bare body's line into its format's Struct plus `custom_id`, the one
-    envelope key the format does not read (each of them reads `type`)."""
-    decode = _line_decoders.get(reader.body)
+def _with_custom_id(body: type[msgspec.Struct], kind: Any, default: Any) -> Callable[[bytes], Any]:
+    """A decoder of a bare body's line into `body` plus `custom_id` (as `kind`), the one
+    envelope key the formats' Structs do not read (each of them reads `type`)."""
+    decode = _line_decoders.get(body)
     if decode is None:
         line = msgspec.defstruct(
-            reader.body.__name__ + "Line",
-            [("custom_id", Raw, msgspec.field(default=_ABSENT, name="custom_id"))],
-            bases=(reader.body,),
+            body.__name__ + "Line",
+            [("custom_id", kind, msgspec.field(default=default, name="custom_id"))],
+            bases=(body,),
             gc=False,
         )
-        decode = _line_decoders[reader.body] = msgspec.json.Decoder(line).decode
+        decode = _line_decoders[body] = msgspec.json.Decoder(line).decode
     return decode
 
 
-_quick_decoders: dict[type[msgspec.Struct], Callable[[bytes], Any]] = {}
+def _line_decoder(reader: StructReader) -> Callable[[bytes], Any]:
+    """The line's decoder into the format's Struct, `custom_id` kept raw."""
+    return _with_custom_id(reader.body, Raw, _ABSENT)
 
 
 def _quick_decoder(plain_body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
-    """A decoder of a bare body's line into its format's plain-answer Struct, declining a
-    line with a `custom_id` (a batch line, whatever else it holds)."""
-    decode = _quick_decoders.get(plain_body)
-    if decode is None:
-        line = msgspec.defstruct(
-            plain_body.__name__ + "Line",
-            [("custom_id", Absent, msgspec.field(default=0, name="custom_id"))],
-            bases=(plain_body,),
-            gc=False,
-        )
-        decode = _quick_decoders[plain_body] = msgspec.json.Decoder(line).decode
-    return decode
+    """The line's decoder into the format's plain-answer Struct, declining a line with a
+    `custom_id` (a batch line, whatever else it holds)."""
+    return _with_custom_id(plain_body, Absent, 0)
 
 
 class Classifier:

@@ -36,6 +36,7 @@ from refusals.providers.anthropic.schema import (
     Message,
     MessageUsage,
     ModelRef,
+    PlainBlock,
     PlainMessage,
     decode_message,
 )
@@ -149,20 +150,26 @@ def plain_message(body: Message, provider: str | None) -> Plain | None:
     if finish not in PLAIN_FINISHES or body.stop_details is not None:
         return NOT_PLAIN
     usage = body.usage
-    if usage is not None and usage.iterations:
-        return NOT_PLAIN
-    try:
-        for block in body.content or ():
-            kind = block.type
-            if kind == "fallback":
-                return NOT_PLAIN
-            if kind == "tool_use" and block.input:
-                json_text(raw_value(block.input))  # what `to_response` may decline on
-    except FAST_FAILED:
+    if (usage is not None and usage.iterations) or not _plain_blocks(body.content):
         return NOT_PLAIN
     model = body.model
     assert finish is not None  # a plain finish
     return "anthropic", model if type(model) is str else None, finish
+
+
+def _plain_blocks(blocks: list[Block] | list[PlainBlock] | None) -> bool:
+    """Whether the content blocks fit a plain answer: no fallback block, and every tool
+    call's input one that `to_response` can write (orjson declines some msgspec keeps)."""
+    try:
+        for block in blocks or ():
+            kind = block.type
+            if kind == "fallback":
+                return False
+            if kind == "tool_use" and block.input:
+                json_text(raw_value(block.input))
+    except FAST_FAILED:
+        return False
+    return True
 
 
 def plain_answer(body: PlainMessage, provider: str | None) -> Plain | None:
@@ -174,12 +181,8 @@ def plain_answer(body: PlainMessage, provider: str | None) -> Plain | None:
             return None
     elif provider != "anthropic":
         return None
-    for block in body.content or ():
-        if block.type == "tool_use" and block.input:
-            try:
-                json_text(raw_value(block.input))  # what `to_response` may decline on
-            except FAST_FAILED:
-                return NOT_PLAIN
+    if not _plain_blocks(body.content):
+        return NOT_PLAIN
     model = body.model
     return "anthropic", model if type(model) is str else None, STOP_REASONS[body.stop_reason]
 

@@ -37,7 +37,9 @@ from refusals.providers.bedrock.guardrail import guardrail_outcome, trace_guardr
 from refusals.providers.bedrock.schema import (
     API,
     DECLINED,
+    ContentBlock,
     Converse,
+    PlainBlock,
     PlainConverse,
     ReasoningText,
     decode_converse,
@@ -140,17 +142,25 @@ def plain_body(body: Converse, provider: str | None) -> Plain | None:
         return NOT_PLAIN
     output = body.output
     message = output.message if output is not None else None
-    try:
-        for block in (message.content if message is not None else None) or ():
-            reasoning = block.reasoning_content
-            if block.citations_content or (reasoning is not None and reasoning.redacted_content):
-                return NOT_PLAIN
-            tool = block.tool_use
-            if tool is not None and tool.input:
-                json_text(raw_value(tool.input))  # what `to_response` may decline on
-    except DECLINED:
+    if not _plain_blocks(message.content if message is not None else None):
         return NOT_PLAIN
     return "bedrock", None, finish  # Converse does not echo the model id
+
+
+def _plain_blocks(blocks: list[ContentBlock] | list[PlainBlock] | None) -> bool:
+    """Whether the content blocks fit a plain answer: no citations or redacted reasoning
+    (details of their own), and every tool input one `to_response` can write."""
+    try:
+        for block in blocks or ():
+            reasoning = block.reasoning_content
+            if block.citations_content or (reasoning is not None and reasoning.redacted_content):
+                return False
+            tool = block.tool_use
+            if tool is not None and tool.input:
+                json_text(raw_value(tool.input))
+    except DECLINED:
+        return False
+    return True
 
 
 def plain_answer(body: PlainConverse, provider: str | None) -> Plain | None:
@@ -164,12 +174,7 @@ def plain_answer(body: PlainConverse, provider: str | None) -> Plain | None:
     if body.type is not None and body.type in ("message", "error"):
         return None
     message = body.output.message
-    try:
-        for block in (message.content if message is not None else None) or ():
-            tool = block.tool_use
-            if tool is not None and tool.input:
-                json_text(raw_value(tool.input))  # what `to_response` may decline on
-    except DECLINED:
+    if not _plain_blocks(message.content if message is not None else None):
         return NOT_PLAIN
     return "bedrock", None, STOP_REASONS[body.stop_reason]
 

@@ -52,6 +52,7 @@ from refusals.providers.gemini.schema import (
     Feedback,
     Part,
     PlainBody,
+    PlainCandidate,
     Rating,
     UsageMetadata,
     decode_body,
@@ -219,9 +220,23 @@ def plain_body(body: Body, provider: str | None) -> Plain | None:
     finish = _FINISH_REASON(raw) if raw else None
     if finish not in _UNBLOCKED:
         return NOT_PLAIN
+    assert finish is not None
+    finish = _plain_finish(candidate, finish)
+    if finish is None:
+        return NOT_PLAIN
+    model = body.model_version
+    return provider, model if type(model) is str else None, finish
+
+
+def _plain_finish(
+    candidate: Candidate | PlainCandidate, finish: FinishReason
+) -> FinishReason | None:
+    """The finish of a candidate that stopped or ran out of tokens (TOOL_CALLS for a stop
+    with function calls); None when a rating marked blocked makes it a filter's, or a
+    call's arguments are ones `to_response` declines."""
     try:
         if candidate.safety_ratings and blocked_ratings(candidate.safety_ratings):
-            return NOT_PLAIN
+            return None
         content = candidate.content
         for part in (content.parts if content is not None else None) or ():
             if part.function_call is not None:
@@ -229,10 +244,8 @@ def plain_body(body: Body, provider: str | None) -> Plain | None:
                 if finish is _STOP:
                     finish = _TOOL_CALLS
     except FAST_FAILED:
-        return NOT_PLAIN
-    model = body.model_version
-    assert finish is not None  # a plain finish
-    return provider, model if type(model) is str else None, finish
+        return None
+    return finish
 
 
 def plain_answer(body: PlainBody, provider: str | None) -> Plain | None:
@@ -246,17 +259,8 @@ def plain_answer(body: PlainBody, provider: str | None) -> Plain | None:
     ):
         return None
     candidate = body.candidates[0]
-    finish = _STOP if candidate.finish_reason == "STOP" else _LENGTH
-    try:
-        if candidate.safety_ratings and blocked_ratings(candidate.safety_ratings):
-            return NOT_PLAIN
-        content = candidate.content
-        for part in (content.parts if content is not None else None) or ():
-            if part.function_call is not None:
-                call_arguments(part)  # what `to_response` may decline the body on
-                if finish is _STOP:
-                    finish = _TOOL_CALLS
-    except FAST_FAILED:
+    finish = _plain_finish(candidate, _STOP if candidate.finish_reason == "STOP" else _LENGTH)
+    if finish is None:
         return NOT_PLAIN
     model = body.model_version
     return "vertex" if body.create_time else "gemini", model if type(model) is str else None, finish
