@@ -1024,15 +1024,17 @@ class Classifier:
             and not _plausible(line, self._deep_refused)
         ):
             return False
-        if reader.plain_body is not None and reader.plain_answer is not None:
+        plain_body, answer = reader.plain_body, reader.plain_answer
+        if plain_body is not None and answer is not None:
             # A plain answer, most lines: its verdict from one decode into the format's
-            # plain-answer Struct.
+            # plain-answer Struct (its decoder from the cache first: a call costs more).
             try:
-                quick = _quick_decoder(reader.plain_body)(line)
+                quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
             except _TYPED_ERRORS:
                 pass
             else:
-                plain = None if _dict_path_type(quick.type) else reader.plain_answer(quick, None)
+                kind = quick.type
+                plain = None if type(kind) is str and _dict_path_type(kind) else answer(quick, None)
                 if plain is not None and plain is not NOT_PLAIN:
                     key = (plain[0], plain[1], plain[2], False)
                     counts[key] = counts.get(key, 0) + 1
