@@ -98,6 +98,38 @@ def test_a_glob_and_the_dask_engine_read_s3_from_the_workers(
     assert remote.by_finish == local.by_finish
 
 
+def test_an_object_split_into_parts_reads_as_the_file_on_disk(
+    s3: str, corpus_module: tuple[Path, Truth]
+) -> None:
+    # Each part of an object is a byte range read through its own window on the remote
+    # file (seeks and ranged reads), by this process and by the Dask workers.
+    root, _ = corpus_module
+    plain = root / "batches" / "openai-batch-output.jsonl"
+    url = f"s3://{BUCKET}/corpus/batches/openai-batch-output.jsonl"
+    chunk = 4096
+    assert plain.stat().st_size > 8 * chunk
+    on_disk: list[ScanRecord] = []
+    on_s3: list[ScanRecord] = []
+    local = scan_local([str(plain)], jobs=1, sink=on_disk.append)
+    remote = scan_local([url], jobs=2, sink=on_s3.append, chunk_bytes=chunk)
+    assert remote.records == local.records > 0
+    # The file's two bad lines, at the same line numbers whatever part they fell in.
+    assert [(p.line, p.message) for p in remote.problems] == [
+        (p.line, p.message) for p in local.problems
+    ]
+    assert len(local.problems) == 2
+    assert [r.row()[1:] for r in on_s3] == [r.row()[1:] for r in on_disk]
+    with (
+        LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        Client(cluster, timeout=30) as client,  # type: ignore[no-untyped-call]
+    ):
+        counted = scan_dask([url], client, chunk_bytes=chunk)
+    assert counted.records == local.records
+    assert counted.by_finish == local.by_finish
+
+
 def test_the_cli_scans_an_s3_url(
     s3: str, corpus_module: tuple[Path, Truth], tmp_path: Path
 ) -> None:
