@@ -911,6 +911,7 @@ class Classifier:
         """
         # One decode of envelope and body for most lines; the rest are read again with
         # the bodies kept raw.
+        raw: tuple[_Envelope, str] | None = None
         if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             verdict = self._quick_batch(line)
             counts = tally.counts
@@ -951,7 +952,8 @@ class Classifier:
             if response is not None:
                 _count(_outcome(response), summary, counts)
                 return True
-        return self._count_whole(line, summary, counts, plain)
+        # A batch line's raw envelope is decoded already (above).
+        return self._count_whole(line, summary, counts, plain, raw)
 
     def _count_whole(
         self,
