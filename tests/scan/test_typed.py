@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
 from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
+from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS
 from refusals.scan.corpus import Truth, write_bench_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -482,6 +483,29 @@ def test_repeated_error_bodies_count_as_each_would_alone(tmp_path: Path) -> None
     _, rows = _assert_same(_write(tmp_path / "errors.jsonl", lines))
     assert len(rows) == 1200
     assert {row[6] for row in rows} == {"content_filter", "error"}
+
+
+def test_refusals_with_more_explanations_than_a_tally_holds_count_as_each_alone(
+    tmp_path: Path,
+) -> None:
+    # A counting scan tallies refused records by key (explanation included) and adds the
+    # tally to the summary when it holds too many keys: past both that bound and the
+    # summary's own bound on explanations, the counts must be the dict path's.
+    lines: list[bytes] = []
+    count = MAX_BLOCKED_KEYS + MAX_EXPLANATIONS // 2
+    for index in range(count):
+        refusal = json.loads(json.dumps(CHAT_REFUSAL))
+        refusal["choices"][0]["message"]["refusal"] = f"I can't help with request {index}."
+        refusal["usage"]["prompt_tokens"] = index
+        lines.append(orjson.dumps(_openai(_wrapped(refusal), custom_id=f"r{index}")))
+        message = json.loads(json.dumps(ANTHROPIC_REFUSAL))
+        message["content"] = [{"type": "text", "text": f"No, not {index % 700}."}]
+        lines.append(orjson.dumps(_anthropic({"type": "succeeded", "message": message})))
+    summary, rows = _assert_same(_write(tmp_path / "refusals.jsonl", lines))
+    assert len(rows) == 2 * count
+    assert summary["refused"] == 2 * count
+    # More explanations than the summary keeps: the rest are counted together.
+    assert summary["explanations"]["other"][0] > 0
 
 
 _BARE_BODIES = [

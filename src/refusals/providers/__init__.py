@@ -569,15 +569,24 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
 }
 
 
-def struct_reader(payload: bytes) -> StructReader | None:
+def struct_reader(payload: bytes, provider: str | None = None) -> StructReader | None:
     """The split readers of the format detection asks first about a body starting as
-    `payload` does, when it has them: its answer, when not None, is `plain_verdict`'s
-    and (without an error) `normalize`'s on the body."""
+    `payload` does (or the format `provider` names), when it has them: their answer,
+    when not None, is `plain_verdict`'s and (without an error) `normalize`'s on the body
+    with that provider."""
+    if provider is not None:
+        # `_first`'s module for a provider (Ollama's depends on the body: none here).
+        module = _FAST_BY_PROVIDER.get(provider)
+        return _STRUCT_READERS.get(module) if module is not None else None
     module = _by_head(payload)
-    if module is None:
-        # `_first` asks the module of the first telling key the body holds.
-        module = next((module for needle, module in _TELLING_KEYS if needle in payload), None)
-    return _STRUCT_READERS.get(module) if module is not None else None
+    if module is not None:
+        return _STRUCT_READERS.get(module)
+    # `_first` asks the module of the first telling key the body holds (a loop, not a
+    # generator: this runs once per bare line of a scan).
+    for needle, module in _TELLING_KEYS:
+        if needle in payload:
+            return _STRUCT_READERS.get(module)
+    return None
 
 
 def plain_verdict(payload: bytes | str, provider: str | None = None) -> Plain | None:

@@ -58,7 +58,7 @@ from refusals.providers.openai_chat import completion_response, plain_completion
 from refusals.providers.openai_chat.schema import Completion, PlainCompletion
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
-from refusals.scan._summary import Summary, Tally
+from refusals.scan._summary import BlockedKey, Summary, Tally
 
 JsonObject = dict[str, Any]
 
@@ -170,18 +170,7 @@ def record_from_response(
             tokens_in,
             tokens_out,
         )
-    category, explanation, recommended = _stop_fields(response)
-    # A refusal's content is its message, unless it is an answer the refusal cut off.
-    if (
-        explanation is None
-        and finish is FinishReason.REFUSAL
-        and response.content
-        and not response.cut_off
-    ):
-        explanation = _bounded(response.content) or None
-    if explanation is None and response.error is not None and response.error.message:
-        explanation = _bounded(response.error.message) or None
-    stage: Stage = "output" if response.cut_off else "prompt"
+    category, explanation, recommended, stage = _blocked_fields(response)
     return ScanRecord(
         source,
         line,
@@ -200,6 +189,23 @@ def record_from_response(
         tokens_in,
         tokens_out,
     )
+
+
+def _blocked_fields(response: LLMResponse) -> tuple[str | None, str | None, str | None, Stage]:
+    """The category, explanation, recommended model and stage of a refused or filtered
+    response."""
+    category, explanation, recommended = _stop_fields(response)
+    # A refusal's content is its message, unless it is an answer the refusal cut off.
+    if (
+        explanation is None
+        and response.finish_reason is FinishReason.REFUSAL
+        and response.content
+        and not response.cut_off
+    ):
+        explanation = _bounded(response.content) or None
+    if explanation is None and response.error is not None and response.error.message:
+        explanation = _bounded(response.error.message) or None
+    return category, explanation, recommended, "output" if response.cut_off else "prompt"
 
 
 StopFields = tuple[str | None, str | None, str | None]
@@ -634,8 +640,11 @@ def _plain_raw(line: bytes, envelope: _Envelope, layout: str) -> Plain | None:
 
 
 TallyKey = tuple[str | None, str | None, FinishReason, bool]
-Outcome = ScanRecord | TallyKey
-"""What one counted response adds: a blocked record to `Summary.add`, or a `Tally` key."""
+BlockedOutcome = tuple[BlockedKey, int, int]
+"""A refused or filtered response's `Tally` key, input tokens and output tokens."""
+Outcome = TallyKey | BlockedOutcome
+"""What one counted response adds to a `Tally`: a plain answer's key (four values) or a
+blocked one's (three)."""
 
 _ERROR_MEMO_SIZE: Final = 256
 _ERROR_MEMO_BYTES: Final = 4096
@@ -643,9 +652,21 @@ _ERROR_MEMO_BYTES: Final = 4096
 
 def _outcome(response: LLMResponse) -> Outcome:
     finish = response.finish_reason
-    if finish in _BLOCKED:
-        return record_from_response(response, source="", line=0, layout="", with_notice=False)
     usage = response.usage
+    if finish in _BLOCKED:
+        category, explanation, _, stage = _blocked_fields(response)
+        key = (
+            response.provider,
+            response.model,
+            _FINISH_TEXT[finish],
+            category,
+            stage,
+            _served_by_fallback(response),
+            explanation,
+        )
+        if usage is None:
+            return key, 0, 0
+        return key, usage.input_tokens, usage.output_tokens
     if (usage is None or not usage.iterations) and not response.reasoning_details:
         fallback = False  # `_served_by_fallback`'s first answer, without the call
     else:
@@ -653,10 +674,11 @@ def _outcome(response: LLMResponse) -> Outcome:
     return (response.provider, response.model, finish, fallback)
 
 
-def _count(outcome: Outcome, summary: Summary, counts: dict[Any, int]) -> None:
-    if type(outcome) is ScanRecord:
-        summary.add(outcome)
+def _count(outcome: Outcome, summary: Summary, tally: Tally) -> None:
+    if len(outcome) == 3:
+        tally.add_blocked(*outcome, summary)
     else:
+        counts = tally.counts
         counts[outcome] = counts.get(outcome, 0) + 1
 
 
@@ -683,6 +705,36 @@ def _decoded_response(envelope: _PlainEnvelope, layout: str) -> LLMResponse | No
         return None
     # `normalize` finishes a response with an error further; such a body is read again.
     return response if response is not None and response.error is None else None
+
+
+def _batch_body(envelope: _Envelope, layout: str) -> tuple[bytes, str | None] | None:
+    """A batch line's 2xx body and the provider `_typed` reads it with (None: detected),
+    when it has one: an OpenAI Batch response's object body, or an Anthropic succeeded
+    result's message."""
+    if layout == "openai-batch":
+        wrapped = envelope.response
+        if type(wrapped) is not _Response:
+            return None
+        status = wrapped.status_code
+        data = bytes(wrapped.body)
+        if data[:1] != b"{" or (status is not None and status >= 400):
+            return None
+        return data, None
+    if layout == "anthropic-batch":
+        result = envelope.result
+        if type(result) is not _Result or result.type != "succeeded":
+            return None
+        message = bytes(result.message)
+        return (message, "anthropic") if message[:1] == b"{" else None
+    return None
+
+
+_body_decoders: dict[type[msgspec.Struct], Callable[[bytes], Any]] = {}
+
+
+def _body_decoder(body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
+    decode = _body_decoders[body] = msgspec.json.Decoder(body).decode
+    return decode
 
 
 def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | None:
@@ -906,12 +958,10 @@ class Classifier:
 
         Most responses are plain answers, counted in `tally` from their verdict alone
         (add it to `summary` at the end); the others are read whole, and the blocked
-        ones need their category, stage, tokens and explanation, so they are added to
-        `summary` (without the notice, which no count reads).
+        ones are tallied by their category, stage, fallback and explanation, their tokens
+        summed (no record, and no notice, which no count reads).
         """
-        # One decode of envelope and body for most lines; the rest are read again with
-        # the bodies kept raw.
-        raw: tuple[_Envelope, str] | None = None
+        # One decode of envelope and body for most lines; the rest are read again.
         if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             verdict = self._quick_batch(line)
             counts = tally.counts
@@ -919,18 +969,31 @@ class Classifier:
                 tally_key = (verdict[0], verdict[1], verdict[2], False)
                 counts[tally_key] = counts.get(tally_key, 0) + 1
                 return True
-            # Not a plain answer, or not one the plain Structs take. An error body (most
-            # are repeats) is read from the envelope with raw bodies; a refusal or a
-            # filter from the envelope decoded with its body, below.
+            # Not a plain answer, or not one the plain Structs take: the envelope is read
+            # with its body raw. An error body (most are repeats) is looked up; a 2xx
+            # body (a refusal, a filter) is read by its format's split readers.
             try:
                 raw = self._envelope(line, _decode_envelope)
             except _TYPED_READ_ERRORS:
-                raw = None
-            if raw is not None and _error_key(*raw) is not None:
-                return self._count_whole(line, summary, counts, NOT_PLAIN, raw)
-        elif not self.forced:
+                return False  # nor would the envelope decoded with its body be read
+            if raw is None:
+                return False
+            if _error_key(*raw) is not None:
+                return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
+            body = _batch_body(*raw)
+            if body is None:
+                return self._count_whole(line, summary, tally, None, raw)
+            reader = struct_reader(*body)
+            if reader is None:
+                # A format without split readers (Responses, rare in batches): its
+                # response read whole says whether it is a plain answer.
+                return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
+            if self._count_body(body[0], body[1], reader, summary, tally):
+                return True
+            return self._count_whole(line, summary, tally, None, raw)
+        if not self.forced:
             reader = struct_reader(line)
-            if reader is not None and self._count_bare(line, reader, summary, tally.counts):
+            if reader is not None and self._count_bare(line, reader, summary, tally):
                 return True
         plain: Plain | None = None
         decoded: tuple[_PlainEnvelope, str] | None = None
@@ -950,16 +1013,15 @@ class Classifier:
         if plain is NOT_PLAIN and decoded is not None:
             response = _decoded_response(*decoded)
             if response is not None:
-                _count(_outcome(response), summary, counts)
+                _count(_outcome(response), summary, tally)
                 return True
-        # A batch line's raw envelope is decoded already (above).
-        return self._count_whole(line, summary, counts, plain, raw)
+        return self._count_whole(line, summary, tally, plain)
 
     def _count_whole(
         self,
         line: bytes,
         summary: Summary,
-        counts: dict[Any, int],
+        tally: Tally,
         plain: Plain | None,
         envelope: tuple[_Envelope, str] | None = None,
     ) -> bool:
@@ -975,13 +1037,13 @@ class Classifier:
             if plain is None:
                 plain = _plain_raw(line, *envelope)
                 if plain is not None and plain is not NOT_PLAIN:
-                    _count((plain[0], plain[1], plain[2], False), summary, counts)
+                    _count((plain[0], plain[1], plain[2], False), summary, tally)
                     return True
             key = _error_key(*envelope)
             if key is not None:
                 known = self._errors.get(key)
                 if known is not None:
-                    _count(known, summary, counts)
+                    _count(known, summary, tally)
                     return True
             found = _typed(line, *envelope)
         except _TYPED_READ_ERRORS:
@@ -994,7 +1056,7 @@ class Classifier:
             if len(errors) >= _ERROR_MEMO_SIZE:
                 errors.clear()
             errors[key] = outcome
-        _count(outcome, summary, counts)
+        _count(outcome, summary, tally)
         return True
 
     def _quick_batch(self, line: bytes) -> Plain | None:
@@ -1016,8 +1078,36 @@ class Classifier:
         response = quick.response
         return openai_chat.plain_answer(response.body) if response is not UNSET else None
 
+    def _count_body(
+        self,
+        data: bytes,
+        provider: str | None,
+        reader: StructReader,
+        summary: Summary,
+        tally: Tally,
+    ) -> bool:
+        """`count_line` for a batch line's 2xx body (`data`, read as `_typed` reads it:
+        with `provider`, or none), decoded once: True when counted, False to read the line
+        the general way."""
+        try:
+            body = (_body_decoders.get(reader.body) or _body_decoder(reader.body))(data)
+            plain = reader.plain(body, provider)
+            if plain is None:
+                return False  # another format's, or not certainly this one's
+            if plain is not NOT_PLAIN:
+                _count((plain[0], plain[1], plain[2], False), summary, tally)
+                return True
+            response = reader.response(body, provider)
+        except _TYPED_READ_ERRORS:
+            return False
+        # `normalize` finishes a response with an error further: read such a line again.
+        if response is None or response.error is not None:
+            return False
+        _count(_outcome(response), summary, tally)
+        return True
+
     def _count_bare(
-        self, line: bytes, reader: StructReader, summary: Summary, counts: dict[Any, int]
+        self, line: bytes, reader: StructReader, summary: Summary, tally: Tally
     ) -> bool:
         """`count_line` for a line that is a bare body of a format with split readers,
         decoded once: True when counted, False to read the line the general way."""
@@ -1026,6 +1116,7 @@ class Classifier:
             and not _plausible(line, self._deep_refused)
         ):
             return False
+        counts = tally.counts
         plain_body, answer = reader.plain_body, reader.plain_answer
         if plain_body is not None and answer is not None:
             # A plain answer, most lines: its verdict from one decode into the format's
@@ -1063,7 +1154,7 @@ class Classifier:
         # `normalize` finishes a response with an error further: read such a line again.
         if response is None or response.error is not None:
             return False
-        _count(_outcome(response), summary, counts)
+        _count(_outcome(response), summary, tally)
         return True
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:

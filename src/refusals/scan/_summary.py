@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from refusals.scan._record import ScanRecord
+from refusals.scan._record import ScanRecord, Stage
 
 Key = tuple[str | None, ...]
 
@@ -138,26 +138,59 @@ class Problem:
     message: str
 
 
-class Tally:
-    """Records neither refused nor filtered, counted apart for a while, cheaply.
+BlockedKey = tuple[str | None, str | None, str, str | None, Stage | None, bool, str | None]
+"""What a refused or filtered record counts as, its tokens aside: provider, model, finish
+reason, category, stage, fallback and explanation (`ScanRecord`'s fields)."""
 
-    The caller adds one to `counts` per (provider, model, finish reason, fallback) key
-    (the finish reason a `str`, or a `FinishReason`: `add_to` writes its text), and
-    `add_to` then adds the totals to a summary. Counts merge in any order, so the
-    summary ends as if `Summary.add` had seen each record: the scan's hot loop pays one
-    dict update per record instead of a group, a total and a finish count.
+MAX_BLOCKED_KEYS = 1024
+"""Distinct blocked keys a `Tally` holds before it adds them to its summary (explanations
+can differ per record, and a tally must stay small)."""
+
+
+class Tally:
+    """Records counted apart for a while, cheaply, for a scan that keeps no records.
+
+    The caller adds one to `counts` per (provider, model, finish reason, fallback) key of
+    a record neither refused nor filtered (the finish reason a `str`, or a `FinishReason`:
+    `add_to` writes its text), and counts a refused or filtered one with `add_blocked`;
+    `add_to` then adds the totals to a summary. Counts merge in any order, so the summary
+    ends as if `Summary.add` had seen each record: the scan's hot loop pays one dict
+    update per record instead of a group, a total and a finish count (and no record).
     """
 
-    __slots__ = ("counts",)
+    __slots__ = ("blocked", "counts")
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str | None, str | None, str, bool], int] = {}
+        self.blocked: dict[BlockedKey, list[int]] = {}
+        """Per blocked key: records, input tokens and output tokens."""
+
+    def add_blocked(
+        self, key: BlockedKey, input_tokens: int, output_tokens: int, summary: Summary
+    ) -> None:
+        """Count one refused or filtered record (adding the blocked counts to `summary`
+        first when they hold too many keys)."""
+        row = self.blocked.get(key)
+        if row is None:
+            if len(self.blocked) >= MAX_BLOCKED_KEYS:
+                self._add_blocked_to(summary)
+            self.blocked[key] = [1, input_tokens, output_tokens]
+            return
+        row[0] += 1
+        row[1] += input_tokens
+        row[2] += output_tokens
 
     def add_to(self, summary: Summary) -> None:
         """Add every count to `summary`, and start again from none."""
         for (provider, model, finish, fallback), count in self.counts.items():
             summary.add_plain(provider, model, str.__str__(finish), fallback, count)
         self.counts.clear()
+        self._add_blocked_to(summary)
+
+    def _add_blocked_to(self, summary: Summary) -> None:
+        for key, (count, input_tokens, output_tokens) in self.blocked.items():
+            summary.add_blocked(key, count, input_tokens, output_tokens)
+        self.blocked.clear()
 
 
 @dataclass(slots=True)
@@ -197,21 +230,61 @@ class Summary:
             sums[3] += 1
         by_finish = self.by_finish
         by_finish[finish] = by_finish.get(finish, 0) + 1
-        if finish not in _BLOCKED:
-            return
+        if finish in _BLOCKED:
+            self._add_blocked_counts(
+                row,
+                (finish, record.category, record.stage, record.explanation),
+                1,
+                record.input_tokens,
+                record.output_tokens,
+            )
+
+    def add_blocked(
+        self, key: BlockedKey, count: int, input_tokens: int, output_tokens: int
+    ) -> None:
+        """Count `count` refused or filtered records of one key (see `Tally`), with their
+        tokens summed, as `add` would each."""
+        provider, model, finish, category, stage, fallback, explanation = key
+        self.records += count
+        group = (provider, model, finish, category)
+        groups = self.groups
+        row = groups.counts.get(group)
+        if row is None:
+            row = groups._admit(group)
+        sums = self.sums
+        row[0] += count
+        sums[0] += count
+        if fallback:
+            row[3] += count
+            sums[3] += count
+        self.by_finish[finish] = self.by_finish.get(finish, 0) + count
+        self._add_blocked_counts(
+            row, (finish, category, stage, explanation), count, input_tokens, output_tokens
+        )
+
+    def _add_blocked_counts(
+        self,
+        row: list[int],
+        block: tuple[str, str | None, Stage | None, str | None],
+        count: int,
+        input_tokens: int,
+        output_tokens: int,
+    ) -> None:
         # Stages and tokens are counted for refused and filtered records only: tokens are
         # the cost of requests that produced no answer.
-        stage = 1 if record.stage == "prompt" else 2 if record.stage == "output" else 0
-        if stage:
-            row[stage] += 1
-            sums[stage] += 1
-        row[4] += record.input_tokens
-        sums[4] += record.input_tokens
-        row[5] += record.output_tokens
-        sums[5] += record.output_tokens
-        text = explanation_key(record.explanation)
+        finish, category, stage, explanation = block
+        sums = self.sums
+        index = 1 if stage == "prompt" else 2 if stage == "output" else 0
+        if index:
+            row[index] += count
+            sums[index] += count
+        row[4] += input_tokens
+        sums[4] += input_tokens
+        row[5] += output_tokens
+        sums[5] += output_tokens
+        text = explanation_key(explanation)
         if text is not None:
-            self.explanations.add((finish, record.category, text), (1,))
+            self.explanations.add((finish, category, text), (count,))
 
     def add_plain(
         self, provider: str | None, model: str | None, finish: str, fallback: bool, count: int = 1
