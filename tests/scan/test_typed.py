@@ -485,6 +485,31 @@ def test_repeated_error_bodies_count_as_each_would_alone(tmp_path: Path) -> None
     assert {row[6] for row in rows} == {"content_filter", "error"}
 
 
+def test_repeated_failures_without_a_response_count_as_each_would_alone(tmp_path: Path) -> None:
+    # An OpenAI line's error without a response, and an Anthropic result canceled or
+    # expired, are counted from a memo by their error's bytes: each code, odd errors and
+    # a result type that is neither must still count as the dict path says.
+    errors: list[Any] = [
+        {"code": "batch_expired", "message": "expired"},
+        {"code": "batch_cancelled", "message": "cancelled"},
+        {"code": None, "message": "no code"},
+        {"code": 7},
+        {},
+        "not an object",
+        None,
+    ]
+    lines: list[bytes] = []
+    for index in range(300):
+        error = errors[index % len(errors)]
+        response = (None, {"status_code": 200, "body": None}, "text")[index % 3]
+        lines.append(orjson.dumps(_openai(response, error=error, custom_id=f"r{index}")))
+        kind = ("canceled", "expired", "errored", "succeeded", "unknown")[index % 5]
+        lines.append(orjson.dumps(_anthropic({"type": kind})))
+    summary, rows = _assert_same(_write(tmp_path / "failures.jsonl", lines))
+    assert len(rows) + len(summary["problems"]) > 0
+    assert {row[6] for row in rows} >= {"error"}
+
+
 def test_refusals_with_more_explanations_than_a_tally_holds_count_as_each_alone(
     tmp_path: Path,
 ) -> None:

@@ -738,23 +738,38 @@ def _body_decoder(body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
 
 
 def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | None:
-    """What `_typed`'s response depends on for a batch line carrying an error body (its
-    status and bytes, the request id aside, which no count reads); None for any other
-    line, or a large body."""
+    """What `_typed`'s response depends on for a batch line that failed (its status and
+    error body; the request id aside, which no count reads): an error body with its HTTP
+    status, or (status -1) an OpenAI line's error without a response, or an Anthropic
+    result canceled or expired. None for any other line, or a large body."""
     if layout == "openai-batch":
         wrapped = envelope.response
         if type(wrapped) is not _Response:
-            return None
-        status = wrapped.status_code
-        if status is None or not 400 <= status < _U64_LIMIT:
-            return None
-        data = bytes(wrapped.body)
+            # `_openai_batch_typed` reads the line's error alone.
+            error = envelope.error
+            if type(error) is not Raw:
+                return None
+            status = -1
+            data = bytes(error)
+        else:
+            code = wrapped.status_code
+            if code is None or not 400 <= code < _U64_LIMIT:
+                return None
+            status = code
+            data = bytes(wrapped.body)
     elif layout == "anthropic-batch":
         result = envelope.result
-        if type(result) is not _Result or result.type != "errored":
+        if type(result) is not _Result:
             return None
-        status = 0
-        data = bytes(result.error)
+        kind = result.type
+        if kind == "errored":
+            status = 0
+            data = bytes(result.error)
+        elif kind in ("canceled", "expired"):
+            status = -1
+            data = kind.encode()
+        else:
+            return None
     else:
         return None
     return (layout, status, data) if len(data) <= _ERROR_MEMO_BYTES else None
