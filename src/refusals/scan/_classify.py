@@ -993,8 +993,13 @@ class Classifier:
                 return False  # nor would the envelope decoded with its body be read
             if raw is None:
                 return False
-            if _error_key(*raw) is not None:
-                return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
+            key = _error_key(*raw)
+            if key is not None:
+                known = self._errors.get(key)
+                if known is None:
+                    return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
+                _count(known, summary, tally)
+                return True
             body = _batch_body(*raw)
             if body is None:
                 return self._count_whole(line, summary, tally, None, raw)
