@@ -19,15 +19,15 @@ A scan that only counts (`Classifier.count_line`) asks first for the verdict alo
 line is first decoded into the formats' plain-answer Structs (`_QuickBatchLine` for a
 batch line, the format's own for a bare body, `StructReader.plain_body`), which decode
 only plain answers: most lines are counted from that one decode and `plain_answer`.
-Otherwise the envelope is decoded with its batch body in the same pass (`_PlainEnvelope`,
-the formats' own Structs), and a plain answer is counted from `plain_completion`,
-`plain_message` or `plain_verdict` without an `LLMResponse`. A batch body that is not
-plain is read from the Structs that pass decoded (`completion_response`,
-`message_response`); an error body is read once per status and bytes (error bodies are
-canned: the same few come again and again); a bare body of a format whose readers take a
-decoded Struct (`struct_reader`: chat completions, Messages, Gemini, Converse) is decoded
-once, into that Struct plus the one envelope key it does not read; any other line is read
-as above.
+A batch line they decline is read with its body raw (`_Envelope`): an error, or a
+request that got no answer, is counted once per status and bytes (they are canned: the
+same few come again and again); a 2xx body is decoded once by its format's split
+readers (`struct_reader(body, provider)`: chat completions, Messages, Gemini, Converse),
+plain answers counted from `plain_completion` and the like, the others from the
+response those readers build. A bare body of such a format is decoded once, into its
+Struct plus the one envelope key it does not read. Any other line is read as the typed
+path reads it. Refused and filtered responses are tallied by what a summary counts of
+them (`BlockedKey`), never made into records.
 """
 
 from __future__ import annotations
