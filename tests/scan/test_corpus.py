@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import refusals
@@ -159,6 +159,8 @@ def test_the_parts_of_a_file_read_each_of_its_lines_once(
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
     path = tmp_path_factory.mktemp("parts") / "lines.jsonl"
     path.write_bytes(data)
+    # Bytes that start as gzip does are read as a gzip file, not split into parts.
+    assume(data[:2] != b"\x1f\x8b")
     read: list[bytes] = []
     for task in plan([str(path)], "jsonl", chunk_bytes=chunk):
         assert isinstance(task, Task)
