@@ -163,6 +163,21 @@ def test_an_exec_event_log_is_one_record_per_run(tmp_path: Path) -> None:
     )
 
 
+def test_an_exec_event_of_an_odd_type_outside_a_run_is_skipped_not_fatal(
+    tmp_path: Path,
+) -> None:
+    # An event whose `type` is a list, outside a run of a log read as exec events (the
+    # layout forced), once stopped the whole file with
+    # "cannot decompress: unhashable type: 'list'" and lost the runs after it.
+    path = tmp_path / "run.events.jsonl"
+    odd = [{"type": ["thread.started"]}, {"type": {"a": 1}}]
+    events = [*exec_run("t0", "success"), *odd, *exec_run("t1", "refused")]
+    path.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    summary = scan_local([str(path)], layout="exec-events", jobs=1)
+    assert summary.file_errors == 0
+    assert (summary.records, summary.refused) == (2, 1)
+
+
 @pytest.mark.parametrize("name", ["a.jsonl", "b.jsonl.gz"])
 def test_blank_lines_are_skipped_not_counted(tmp_path: Path, name: str) -> None:
     body = orjson.dumps(orjson.loads(_fixture("openai-chat/length.json")))

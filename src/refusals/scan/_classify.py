@@ -1220,7 +1220,7 @@ class Classifier:
             return previous
         run = self._run
         if run is None:
-            if kind in {"refusal", "thread.completed"}:
+            if kind in ("refusal", "thread.completed"):  # `kind` may be any JSON value
                 raise BadRecord(f"a {kind} event before any thread.started")
             return None  # events of a run whose start is in an earlier part of the log
         if kind == "refusal" and event.get("scope", "session") == "session":
