@@ -976,14 +976,34 @@ class Classifier:
         ones are tallied by their category, stage, fallback and explanation, their tokens
         summed (no record, and no notice, which no count reads).
         """
-        # One decode of envelope and body for most lines; the rest are read again.
-        if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+        return self.count_plain(line, tally) or self.count_rest(line, summary, tally)
+
+    def count_plain(self, line: bytes, tally: Tally) -> bool:
+        """`count_line`'s first step, for most lines: True when the line is a plain answer
+        counted from one decode into the formats' plain-answer Structs; False when
+        `count_rest` must read it (it may be a plain answer all the same).
+
+        A scan may defer the lines this declines and read them together, in order: a
+        loop over the common lines alone stays in the processor's caches."""
+        if not self.typed or self.forced:
+            return False
+        if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             verdict = self._quick_batch(line)
-            counts = tally.counts
-            if verdict is not None:
-                tally_key = (verdict[0], verdict[1], verdict[2], False)
-                counts[tally_key] = counts.get(tally_key, 0) + 1
-                return True
+        else:
+            reader = struct_reader(line)
+            if reader is None:
+                return False
+            verdict = self._quick_bare(line, reader)
+        if verdict is None:
+            return False
+        counts = tally.counts
+        key = (verdict[0], verdict[1], verdict[2], False)
+        counts[key] = counts.get(key, 0) + 1
+        return True
+
+    def count_rest(self, line: bytes, summary: Summary, tally: Tally) -> bool:
+        """`count_line` for a line `count_plain` declined."""
+        if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             # Not a plain answer, or not one the plain Structs take: the envelope is read
             # with its body raw. An error body (most are repeats) is looked up; a 2xx
             # body (a refusal, a filter) is read by its format's split readers.
@@ -1126,32 +1146,38 @@ class Classifier:
         _count(_outcome(response), summary, tally)
         return True
 
+    def _quick_bare(self, line: bytes, reader: StructReader) -> Plain | None:
+        """The verdict of a line that is a bare plain answer of a format with a
+        plain-answer Struct, from one decode into it plus `custom_id` (absent); None for
+        any other line."""
+        plain_body, answer = reader.plain_body, reader.plain_answer
+        if plain_body is None or answer is None:
+            return None
+        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
+            line, self._deep_refused
+        ):
+            return None
+        try:
+            # The decoder from the cache first: a call costs more.
+            quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
+        except _TYPED_ERRORS:
+            return None
+        kind = quick.type
+        if type(kind) is str and _dict_path_type(kind):
+            return None
+        plain = answer(quick, None)
+        return plain if plain is not NOT_PLAIN else None
+
     def _count_bare(
         self, line: bytes, reader: StructReader, summary: Summary, tally: Tally
     ) -> bool:
-        """`count_line` for a line that is a bare body of a format with split readers,
+        """`count_rest` for a line that is a bare body of a format with split readers,
         decoded once: True when counted, False to read the line the general way."""
         if not self.typed or (
             (not line.isascii() or len(line) > _SHORT_LINE)
             and not _plausible(line, self._deep_refused)
         ):
             return False
-        counts = tally.counts
-        plain_body, answer = reader.plain_body, reader.plain_answer
-        if plain_body is not None and answer is not None:
-            # A plain answer, most lines: its verdict from one decode into the format's
-            # plain-answer Struct (its decoder from the cache first: a call costs more).
-            try:
-                quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
-            except _TYPED_ERRORS:
-                pass
-            else:
-                kind = quick.type
-                plain = None if type(kind) is str and _dict_path_type(kind) else answer(quick, None)
-                if plain is not None and plain is not NOT_PLAIN:
-                    key = (plain[0], plain[1], plain[2], False)
-                    counts[key] = counts.get(key, 0) + 1
-                    return True
         try:
             body = _line_decoder(reader)(line)
             if bytes(body.custom_id):
@@ -1165,8 +1191,7 @@ class Classifier:
             if plain is None:
                 return False  # another format's, or not certainly this one's
             if plain is not NOT_PLAIN:
-                key = (plain[0], plain[1], plain[2], False)
-                counts[key] = counts.get(key, 0) + 1
+                _count((plain[0], plain[1], plain[2], False), summary, tally)
                 return True
             response = reader.response(body, None)
         except _TYPED_READ_ERRORS:

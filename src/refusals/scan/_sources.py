@@ -386,6 +386,30 @@ _EMPTY_OBJECT = "unrecognised JSON object (keys: none)"
 """What the readers say of `{}`, said without asking them."""
 
 
+def _count_deferred(
+    classifier: Classifier, lines: list[tuple[int, bytes]], summary: Summary, tally: Tally
+) -> None:
+    """Count the lines `count_plain` declined, in file order (numbered as in the file)."""
+    count = classifier.count_rest
+    classify = classifier.classify
+    loads = orjson.loads
+    source = classifier.source
+    for number, line in lines:
+        try:
+            if count(line, summary, tally):
+                continue
+            record = classify(loads(line), number)
+        except orjson.JSONDecodeError as exc:
+            if line.strip():
+                summary.add_problem(Problem(source, number, f"not JSON: {exc}"))
+            continue
+        except BadRecord as exc:
+            summary.add_problem(Problem(source, number, str(exc)))
+            continue
+        if record is not None:
+            summary.add(record)
+
+
 def _skip_rest_of_line(stream: IO[bytes], line: bytes) -> None:
     """Read past the end of a line too long to keep, holding none of it."""
     while line and not line.endswith(b"\n"):
@@ -459,17 +483,27 @@ def run_task(
     return TaskResult(task, summary, _scan_lines(task, summary, sink, line_base, typed))
 
 
+_DEFERRED_LINES = 512
+_DEFERRED_BYTES = 4 * 1024 * 1024
+"""Lines a counting scan holds back for `Classifier.count_rest` before reading them."""
+
+
 def _scan_lines(
     task: Task, summary: Summary, sink: Sink | None, line_base: int, typed: bool
 ) -> int:
     source = task.path
     classifier = Classifier(source, task.layout, forced=task.forced, typed=typed)
     read = classifier.read_line
-    count = classifier.count_line
+    plain = classifier.count_plain
     classify = classifier.classify
     loads = orjson.loads
     add = summary.add
     tally = Tally()
+    # A scan that only counts reads most lines in `count_plain` and holds the others
+    # back, to read them together: each loop keeps its own code in the caches. Counts
+    # merge in any order; the held lines keep theirs (exec runs span lines).
+    deferred: list[tuple[int, bytes]] = []
+    deferred_bytes = 0
     number = line_base
     try:
         stream, _ = open_stream(source)
@@ -494,12 +528,18 @@ def _scan_lines(
                 if line.strip():
                     summary.add_problem(Problem(source, number, _EMPTY_OBJECT))
                 continue
+            if sink is None:
+                if plain(line, tally):
+                    continue
+                deferred.append((number, line))
+                deferred_bytes += len(line)
+                if len(deferred) >= _DEFERRED_LINES or deferred_bytes >= _DEFERRED_BYTES:
+                    # Taken out first: a line that fails here is not read twice.
+                    held, deferred, deferred_bytes = deferred, [], 0
+                    _count_deferred(classifier, held, summary, tally)
+                continue
             try:
-                if sink is None:
-                    if count(line, summary, tally):
-                        continue
-                    record = classify(loads(line), number)
-                elif (found := read(line)) is None:
+                if (found := read(line)) is None:
                     record = classify(loads(line), number)
                 else:
                     record = record_from_response(
@@ -515,14 +555,21 @@ def _scan_lines(
                 continue
             if record is not None:
                 add(record)
-                if sink is not None:
-                    sink(record)
+                sink(record)
+        # Inside the `try`: what fails here is reported as a failing line would be.
+        held, deferred = deferred, []
+        _count_deferred(classifier, held, summary, tally)
     except BrokenPipeError:
         raise  # the reader of our output went away (`| head`): not a fault of this file
     except Exception as exc:  # a truncated or corrupt compressed stream
         # Line numbers of a later part are relative until the engine shifts them.
         where = f" (after line {number})" if task.part == 0 else ""
         summary.add_problem(Problem(source, 0, _read_error(exc) + where))
+        # The lines read before the damage count.
+        try:
+            _count_deferred(classifier, deferred, summary, tally)
+        except Exception as again:
+            summary.add_problem(Problem(source, 0, _read_error(again) + where))
     finally:
         stream.close()
     tally.add_to(summary)
