@@ -4,6 +4,7 @@ envelopes of any JSON values and on damaged lines, in every layout."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -508,6 +509,24 @@ def test_repeated_failures_without_a_response_count_as_each_would_alone(tmp_path
     summary, rows = _assert_same(_write(tmp_path / "failures.jsonl", lines))
     assert len(rows) + len(summary["problems"]) > 0
     assert {row[6] for row in rows} >= {"error"}
+
+
+def test_a_truncated_gzip_counts_the_same_lines_before_the_cut_however_it_is_read(
+    tmp_path: Path,
+) -> None:
+    # A counting scan holds back the lines the plain Structs decline (refusals here) and
+    # reads them later: those read before the damage must count all the same.
+    lines = []
+    for index in range(1500):
+        body = CHAT_REFUSAL if index % 3 else CHAT_STOP
+        lines.append(orjson.dumps(_openai(_wrapped(body), custom_id=f"r{index}")) + b"\n")
+    whole = gzip.compress(b"".join(lines))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) * 3 // 5])
+    summary, _ = _assert_same(path)
+    assert 500 < summary["records"] < 1500
+    assert summary["refused"] > 300
+    assert summary["file_errors"] == 1
 
 
 def test_refusals_with_more_explanations_than_a_tally_holds_count_as_each_alone(
