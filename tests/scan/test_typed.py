@@ -19,7 +19,7 @@ from refusals import LLMResponse, NormalizeError, normalize
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
 from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
 from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS
-from refusals.scan.corpus import Truth, write_bench_file
+from refusals.scan.corpus import Truth, exec_run, write_bench_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -527,6 +527,21 @@ def test_a_truncated_gzip_counts_the_same_lines_before_the_cut_however_it_is_rea
     assert 500 < summary["records"] < 1500
     assert summary["refused"] > 300
     assert summary["file_errors"] == 1
+
+
+def test_exec_runs_spanning_many_held_back_lines_are_read_whole(tmp_path: Path) -> None:
+    # Exec events are held back with the other lines the plain Structs decline, and a run
+    # spans lines: with more plain lines inside a run than are held at a time, each run
+    # must still be one record, as the dict path reads it.
+    lines: list[bytes] = []
+    for thread, outcome in (("t1", "refused"), ("t2", "success"), ("t3", "content_filtered")):
+        events = list(exec_run(thread, outcome))
+        lines.append(orjson.dumps(events[0]))
+        lines.extend(orjson.dumps(CHAT_STOP) for _ in range(700))
+        lines.extend(orjson.dumps(event) for event in events[1:])
+    summary, _ = _assert_same(_write(tmp_path / "runs.jsonl", lines))
+    assert summary["records"] == 3 * 700 + 3
+    assert (summary["refused"], summary["content_filtered"]) == (1, 1)
 
 
 def test_refusals_with_more_explanations_than_a_tally_holds_count_as_each_alone(
