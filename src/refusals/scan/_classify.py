@@ -682,6 +682,27 @@ def _count(outcome: Outcome, summary: Summary, tally: Tally) -> None:
         counts[outcome] = counts.get(outcome, 0) + 1
 
 
+def _count_decoded(
+    reader: StructReader, body: Any, provider: str | None, summary: Summary, tally: Tally
+) -> bool:
+    """Count a body decoded into `reader.body` as `normalize(body, provider)` reads it:
+    True when counted, False when the line must be read the general way (another
+    format's body, or one `normalize` finishes further). Raises what the readers raise
+    on a body they do not read."""
+    plain = reader.plain(body, provider)
+    if plain is None:
+        return False  # another format's, or not certainly this one's
+    if plain is not NOT_PLAIN:
+        _count((plain[0], plain[1], plain[2], False), summary, tally)
+        return True
+    response = reader.response(body, provider)
+    # `normalize` finishes a response with an error further: read such a line again.
+    if response is None or response.error is not None:
+        return False
+    _count(_outcome(response), summary, tally)
+    return True
+
+
 def _decoded_response(envelope: _PlainEnvelope, layout: str) -> LLMResponse | None:
     """`_typed`'s response for a batch line whose 2xx body `_plain` found not plain, read
     from the body decoded with the envelope; None to read the line again."""
@@ -1126,25 +1147,14 @@ class Classifier:
         summary: Summary,
         tally: Tally,
     ) -> bool:
-        """`count_line` for a batch line's 2xx body (`data`, read as `_typed` reads it:
+        """`count_rest` for a batch line's 2xx body (`data`, read as `_typed` reads it:
         with `provider`, or none), decoded once: True when counted, False to read the line
         the general way."""
         try:
             body = (_body_decoders.get(reader.body) or _body_decoder(reader.body))(data)
-            plain = reader.plain(body, provider)
-            if plain is None:
-                return False  # another format's, or not certainly this one's
-            if plain is not NOT_PLAIN:
-                _count((plain[0], plain[1], plain[2], False), summary, tally)
-                return True
-            response = reader.response(body, provider)
+            return _count_decoded(reader, body, provider, summary, tally)
         except _TYPED_READ_ERRORS:
             return False
-        # `normalize` finishes a response with an error further: read such a line again.
-        if response is None or response.error is not None:
-            return False
-        _count(_outcome(response), summary, tally)
-        return True
 
     def _quick_bare(self, line: bytes, reader: StructReader) -> Plain | None:
         """The verdict of a line that is a bare plain answer of a format with a
@@ -1187,20 +1197,9 @@ class Classifier:
                 kind = _text_payload(bytes(kind))
             if _dict_path_type(kind):
                 return False
-            plain = reader.plain(body, None)
-            if plain is None:
-                return False  # another format's, or not certainly this one's
-            if plain is not NOT_PLAIN:
-                _count((plain[0], plain[1], plain[2], False), summary, tally)
-                return True
-            response = reader.response(body, None)
+            return _count_decoded(reader, body, None, summary, tally)
         except _TYPED_READ_ERRORS:
             return False
-        # `normalize` finishes a response with an error further: read such a line again.
-        if response is None or response.error is not None:
-            return False
-        _count(_outcome(response), summary, tally)
-        return True
 
     def classify(self, obj: Any, line: int) -> ScanRecord | None:
         """The dict path: the record a decoded line completes (None for an event inside
