@@ -1001,21 +1001,47 @@ class Classifier:
 
     def count_plain(self, line: bytes, tally: Tally) -> bool:
         """`count_line`'s first step, for most lines: True when the line is a plain answer
-        counted from one decode into the formats' plain-answer Structs; False when
-        `count_rest` must read it (it may be a plain answer all the same).
+        counted from one decode into the formats' plain-answer Structs (`_QuickBatchLine`
+        for a batch line, `StructReader.plain_body` beside an absent `custom_id` for a
+        bare body); False when `count_rest` must read it (it may be a plain answer all
+        the same).
 
         A scan may defer the lines this declines and read them together, in order: a
-        loop over the common lines alone stays in the processor's caches."""
+        loop over the common lines alone stays in the processor's caches. One function,
+        not a call per step: it runs once per line."""
         if not self.typed or self.forced:
             return False
-        if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
-            verdict = self._quick_batch(line)
-        else:
-            reader = struct_reader(line)
-            if reader is None:
-                return False
-            verdict = self._quick_bare(line, reader)
-        if verdict is None:
+        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
+            line, self._deep_refused
+        ):
+            return False
+        try:
+            if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+                quick = _decode_quick_batch(line)
+                # `Classifier._shape`: a `result` makes the line an Anthropic batch result.
+                result = quick.result
+                if result is not UNSET:
+                    verdict = anthropic.plain_answer(result.message, "anthropic")
+                elif quick.response is not UNSET:
+                    verdict = openai_chat.plain_answer(quick.response.body)
+                else:
+                    return False
+            else:
+                reader = struct_reader(line)
+                if reader is None:
+                    return False
+                plain_body, answer = reader.plain_body, reader.plain_answer
+                if plain_body is None or answer is None:
+                    return False
+                # The decoder from the cache first: a call costs more.
+                quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
+                kind = quick.type
+                if type(kind) is str and _dict_path_type(kind):
+                    return False
+                verdict = answer(quick, None)
+        except _TYPED_ERRORS:
+            return False
+        if verdict is None or verdict is NOT_PLAIN:
             return False
         counts = tally.counts
         key = (verdict[0], verdict[1], verdict[2], False)
@@ -1120,25 +1146,6 @@ class Classifier:
         _count(outcome, summary, tally)
         return True
 
-    def _quick_batch(self, line: bytes) -> Plain | None:
-        """The verdict of a batch line whose body is a plain answer, from one decode into
-        the plain Structs (`_QuickBatchLine`); None for any other line."""
-        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
-            line, self._deep_refused
-        ):
-            return None
-        try:
-            quick = _decode_quick_batch(line)
-        except _TYPED_ERRORS:
-            return None
-        # `Classifier._shape`: a `result` makes the line an Anthropic batch result.
-        result = quick.result
-        if result is not UNSET:
-            plain = anthropic.plain_answer(result.message, "anthropic")
-            return plain if plain is not NOT_PLAIN else None
-        response = quick.response
-        return openai_chat.plain_answer(response.body) if response is not UNSET else None
-
     def _count_body(
         self,
         data: bytes,
@@ -1155,28 +1162,6 @@ class Classifier:
             return _count_decoded(reader, body, provider, summary, tally)
         except _TYPED_READ_ERRORS:
             return False
-
-    def _quick_bare(self, line: bytes, reader: StructReader) -> Plain | None:
-        """The verdict of a line that is a bare plain answer of a format with a
-        plain-answer Struct, from one decode into it plus `custom_id` (absent); None for
-        any other line."""
-        plain_body, answer = reader.plain_body, reader.plain_answer
-        if plain_body is None or answer is None:
-            return None
-        if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
-            line, self._deep_refused
-        ):
-            return None
-        try:
-            # The decoder from the cache first: a call costs more.
-            quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
-        except _TYPED_ERRORS:
-            return None
-        kind = quick.type
-        if type(kind) is str and _dict_path_type(kind):
-            return None
-        plain = answer(quick, None)
-        return plain if plain is not NOT_PLAIN else None
 
     def _count_bare(
         self, line: bytes, reader: StructReader, summary: Summary, tally: Tally
