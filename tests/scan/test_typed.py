@@ -823,3 +823,27 @@ def test_plain_answers_with_any_key_changed_count_as_the_dict_path_reads_them(
     assert {"gemini", "vertex", "bedrock"} <= providers
     assert {(row[4], row[6]) for row in rows} >= {("bedrock", "tool_calls"), ("gemini", "length")}
     assert summary["records"] > 2000
+
+
+def test_plain_answers_of_one_model_count_by_their_vendor_marks(tmp_path: Path) -> None:
+    # `openai_chat.plain_answer` keeps verdicts by model and finish for bodies without a
+    # vendor mark: bodies of the same model with Groq's or Ollama's marks, or a blank or
+    # missing model, must still count as the dict path says, bare and in batch lines, past
+    # the memo's bound too.
+    lines: list[bytes] = []
+    for index in range(1400):
+        model: Any = ("llama-3.3-70b", "gpt-4o", "  ", None, f"m{index % 700}")[index % 5]
+        body: Any = {**CHAT_STOP, "id": f"chatcmpl-{index}", "model": model}
+        if model is None:
+            del body["model"]
+        mark = index % 3
+        if mark == 1:
+            body["x_groq"] = {"id": f"req_{index}"}
+        elif mark == 2:
+            body["system_fingerprint"] = "fp_ollama"
+        body["choices"] = [{**body["choices"][0], "finish_reason": ("stop", "length")[index % 2]}]
+        lines.append(orjson.dumps(body))
+        lines.append(orjson.dumps(_openai(_wrapped(body), custom_id=f"r{index}")))
+    _, rows = _assert_same(_write(tmp_path / "marks.jsonl", lines))
+    assert len(rows) == 2800
+    assert {row[4] for row in rows} >= {"groq", "ollama", "openai"}

@@ -435,11 +435,12 @@ class _PlainEnvelope(msgspec.Struct, gc=False):
     type: str | UnsetType = UNSET
 
 
-class _QuickResponse(msgspec.Struct, gc=False):
-    """`_PlainResponse` of a 2xx response whose body is a plain answer."""
+class _QuickResponse(msgspec.Struct, gc=False, kw_only=True):
+    """`_PlainResponse` of a 2xx response whose body is a plain answer (fields in the
+    wire's key order: an error status fails the decode before its body is read)."""
 
-    body: PlainCompletion
     status_code: Annotated[int, msgspec.Meta(lt=400)] | None = None
+    body: PlainCompletion
 
 
 class _QuickResult(msgspec.Struct, gc=False):

@@ -181,8 +181,13 @@ def plain_answer(body: PlainMessage, provider: str | None) -> Plain | None:
             return None
     elif provider != "anthropic":
         return None
-    if not _plain_blocks(body.content):
-        return NOT_PLAIN
+    # `PlainBlock` declines a fallback block: only a tool call's input is left to check,
+    # by `_plain_blocks`, when there is one (the loop here costs less than its call).
+    for block in body.content or ():
+        if block.type == "tool_use":
+            if not _plain_blocks(body.content):
+                return NOT_PLAIN
+            break
     model = body.model
     return "anthropic", model if type(model) is str else None, STOP_REASONS[body.stop_reason]
 

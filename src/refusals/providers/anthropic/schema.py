@@ -181,22 +181,23 @@ class PlainBlock(msgspec.Struct, gc=False):
 
 class PlainUsage(msgspec.Struct, gc=False):
     input_tokens: Count | None = 0
-    output_tokens: Count | None = 0
-    cache_read_input_tokens: Count | None = 0
     cache_creation_input_tokens: Count | None = 0
+    cache_read_input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
     iterations: Absent = 0
 
 
-class PlainMessage(msgspec.Struct, gc=False):
-    """A Messages body that is a plain answer."""
+class PlainMessage(msgspec.Struct, gc=False, kw_only=True):
+    """A Messages body that is a plain answer. Its fields (and `PlainUsage`'s) are in the
+    API's key order: msgspec looks each key up from the field after the last matched."""
 
-    type: Literal["message"]
-    stop_reason: PlainStop
-    object: str | None = None
     id: str | None = None
+    type: Literal["message"]
     model: str | msgspec.UnsetType | None = msgspec.UNSET
     content: list[PlainBlock] | None = None
+    stop_reason: PlainStop
     stop_details: None = None
+    object: str | None = None
     usage: PlainUsage | None = None
     status: Raw = NO_RAW
     guardrail_action: Absent = msgspec.field(default=0, name="amazon-bedrock-guardrailAction")

@@ -64,10 +64,10 @@ class Feedback(msgspec.Struct, rename="camel", gc=False):
 
 
 class UsageMetadata(msgspec.Struct, rename="camel", gc=False):
-    cached_content_token_count: Count | None = 0
-    candidates_token_count: Count | None = 0
     prompt_token_count: Count | None = 0
+    candidates_token_count: Count | None = 0
     thoughts_token_count: Count | None = 0
+    cached_content_token_count: Count | None = 0
 
 
 class ErrorDetail(msgspec.Struct, gc=False):
@@ -120,9 +120,9 @@ decode_ratings = msgspec.json.Decoder(list[Rating] | None).decode
 # decode and is read the usual way.
 
 
-class PlainCandidate(msgspec.Struct, rename="camel", gc=False):
-    finish_reason: Literal["STOP", "MAX_TOKENS"]
+class PlainCandidate(msgspec.Struct, rename="camel", gc=False, kw_only=True):
     content: Content | None = None
+    finish_reason: Literal["STOP", "MAX_TOKENS"]
     finish_message: None = None
     index: Literal[0] | None = 0
     safety_ratings: Raw = NO_RAW
@@ -135,16 +135,18 @@ class PlainFeedback(msgspec.Struct, rename="camel", gc=False):
 
 
 class PlainBody(msgspec.Struct, rename="camel", gc=False):
-    """A generateContent body whose first candidate may be a plain answer."""
+    """A generateContent body whose first candidate may be a plain answer. Fields in the
+    API's key order, as in `PlainCandidate`: msgspec looks each key up from the field
+    after the last one matched."""
 
     candidates: Annotated[list[PlainCandidate], msgspec.Meta(min_length=1, max_length=1)]
+    prompt_feedback: PlainFeedback | msgspec.UnsetType | None = msgspec.UNSET
+    usage_metadata: UsageMetadata | msgspec.UnsetType | None = msgspec.UNSET
+    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
     create_time: Raw = NO_RAW
+    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
     error: None = None
     message: str | None = None
-    model_version: str | msgspec.UnsetType | None = msgspec.UNSET
-    prompt_feedback: PlainFeedback | msgspec.UnsetType | None = msgspec.UNSET
-    response_id: str | msgspec.UnsetType | None = msgspec.UNSET
-    usage_metadata: UsageMetadata | msgspec.UnsetType | None = msgspec.UNSET
     object: Absent = 0
     type: Absent = 0
     choices: Absent = 0

@@ -233,11 +233,35 @@ def plain_answer(body: PlainCompletion, provider: str | None = None) -> Plain | 
     if provider is not None:
         return None
     model = body.model
+    finish = body.choices[0].finish_reason
+    if body.x_groq is _UNSET and body.system_fingerprint != "fp_ollama":
+        # The verdict then depends on the model and the finish alone, of which a log
+        # repeats a few: a lookup costs less than the vendor and the strip.
+        key = (model, finish)
+        verdict = _plain_verdicts.get(key)
+        return verdict if verdict is not None else _remember_plain(key, body)
     return (
         served_by(body),
         model if model is not None and model.strip() else None,
-        FINISH_REASONS[body.choices[0].finish_reason],
+        FINISH_REASONS[finish],
     )
+
+
+_plain_verdicts: dict[tuple[str | None, str], Plain] = {}
+_PLAIN_VERDICTS_KEPT = 512
+
+
+def _remember_plain(key: tuple[str | None, str], body: PlainCompletion) -> Plain:
+    model, finish = key
+    verdict = (
+        served_by(body),
+        model if model is not None and model.strip() else None,
+        FINISH_REASONS[finish],
+    )
+    if len(_plain_verdicts) >= _PLAIN_VERDICTS_KEPT:
+        _plain_verdicts.clear()
+    _plain_verdicts[key] = verdict
+    return verdict
 
 
 def answer_choice(choices: list[Choice]) -> Choice | None:

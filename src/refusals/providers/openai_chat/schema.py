@@ -161,7 +161,9 @@ decode_legacy = msgspec.json.Decoder(Legacy).decode
 # Structs above declare is declared here as strictly or more (a key that could refuse,
 # filter, fail the body or make it another vendor's is `Absent`), so a body these decode
 # is one `Completion` decodes and finds plain; `plain_answer` gives its verdict from the
-# few fields left. Any other body fails the decode and is read the usual way.
+# few fields left. Any other body fails the decode and is read the usual way. Fields are
+# declared in the order the API sends its keys (`kw_only` lets a required one follow
+# others): msgspec looks each key up from the field after the last one it matched.
 
 PlainFinish = Literal["stop", "length", "model_length", "tool_calls", "function_call", "eos"]
 """The `finish_reason` values that map to a plain finish (`response.FINISH_REASONS`)."""
@@ -180,6 +182,7 @@ class PlainCall(msgspec.Struct, gc=False):
 
 
 class PlainMessage(msgspec.Struct, gc=False):
+    role: Raw = NO_RAW
     content: str | None = None
     refusal: None = None
     reasoning_content: str | None = None
@@ -187,28 +190,27 @@ class PlainMessage(msgspec.Struct, gc=False):
     reasoning_details: list[ReasoningEntry] | None = None
     tool_calls: list[PlainCall] | None = None
     function_call: Absent = 0
-    role: Raw = NO_RAW
 
 
-class PlainChoice(msgspec.Struct, gc=False):
+class PlainChoice(msgspec.Struct, gc=False, kw_only=True):
+    index: Int | None = 0
     message: PlainMessage
     finish_reason: PlainFinish
-    index: Int | None = 0
     delta: None = None
     native_finish_reason: Absent = 0
     content_filter_results: Absent = 0
     content_filter_offsets: Raw = NO_RAW
 
 
-class PlainCompletion(msgspec.Struct, gc=False):
+class PlainCompletion(msgspec.Struct, gc=False, kw_only=True):
     """A chat completion that is a plain answer: one choice, its message of plain text
     and tool calls, nothing Azure, OpenRouter or an error could mark."""
 
-    object: Literal["chat.completion"]
-    choices: Annotated[list[PlainChoice], msgspec.Meta(min_length=1, max_length=1)]
     id: str | None = None
+    object: Literal["chat.completion"]
     type: str | None = None
     model: str | None = None
+    choices: Annotated[list[PlainChoice], msgspec.Meta(min_length=1, max_length=1)]
     usage: ChatUsage | None = None
     system_fingerprint: str | None = None
     provider: None = None
