@@ -1044,9 +1044,8 @@ class Classifier:
             return False
         if verdict is None or verdict is NOT_PLAIN:
             return False
-        counts = tally.counts
-        key = (verdict[0], verdict[1], verdict[2], False)
-        counts[key] = counts.get(key, 0) + 1
+        counts = tally.plain
+        counts[verdict] = counts.get(verdict, 0) + 1
         return True
 
     def count_rest(self, line: bytes, summary: Summary, tally: Tally) -> bool:

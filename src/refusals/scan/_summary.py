@@ -152,16 +152,20 @@ class Tally:
 
     The caller adds one to `counts` per (provider, model, finish reason, fallback) key of
     a record neither refused nor filtered (the finish reason a `str`, or a `FinishReason`:
-    `add_to` writes its text), and counts a refused or filtered one with `add_blocked`;
+    `add_to` writes its text), or to `plain` per (provider, model, finish reason) verdict
+    of a plain answer (not served by a fallback: the verdict as the readers give it, often
+    the same tuple again, which hashes and compares faster than a new key), and counts a
+    refused or filtered one with `add_blocked`;
     `add_to` then adds the totals to a summary. Counts merge in any order, so the summary
     ends as if `Summary.add` had seen each record: the scan's hot loop pays one dict
     update per record instead of a group, a total and a finish count (and no record).
     """
 
-    __slots__ = ("blocked", "counts")
+    __slots__ = ("blocked", "counts", "plain")
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str | None, str | None, str, bool], int] = {}
+        self.plain: dict[tuple[str | None, str | None, str], int] = {}
         self.blocked: dict[BlockedKey, list[int]] = {}
         """Per blocked key: records, input tokens and output tokens."""
 
@@ -185,6 +189,9 @@ class Tally:
         for (provider, model, finish, fallback), count in self.counts.items():
             summary.add_plain(provider, model, str.__str__(finish), fallback, count)
         self.counts.clear()
+        for (provider, model, finish), count in self.plain.items():
+            summary.add_plain(provider, model, str.__str__(finish), False, count)
+        self.plain.clear()
         self._add_blocked_to(summary)
 
     def _add_blocked_to(self, summary: Summary) -> None:
