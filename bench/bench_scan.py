@@ -76,6 +76,7 @@ def line_decoders(path: str) -> list[Callable[[bytes], Any]]:
     chosen: list[Callable[[bytes], Any]] = []
     with open(path, "rb", buffering=1024 * 1024) as lines:
         for line in lines:
+            tries: list[Callable[[bytes], Any]]
             if b'"custom_id"' in line[:96]:
                 tries = [_classify._decode_quick_batch, _classify._decode_envelope]
             else:
