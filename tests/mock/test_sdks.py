@@ -147,7 +147,8 @@ def test_anthropic_stream_raises_on_an_output_block_after_partial_text(
 
 
 def test_anthropic_stream_sees_a_reset_as_a_broken_connection(server: MockServer) -> None:
-    # The SDK's own HTTP client (httpx or its fork httpx2) raises its RemoteProtocolError.
+    # The SDK's own HTTP client (httpx or its fork httpx2) raises its RemoteProtocolError;
+    # the SDK from 2.17 on wraps it in its APIConnectionError, as any broken connection.
     client = _anthropic(server)
     with (
         pytest.raises(Exception, match="peer closed connection") as raised,
@@ -155,7 +156,10 @@ def test_anthropic_stream_sees_a_reset_as_a_broken_connection(server: MockServer
     ):
         for _ in stream:
             pass
-    assert type(raised.value).__name__ == "RemoteProtocolError"
+    error: BaseException | None = raised.value
+    if isinstance(error, anthropic.APIConnectionError):
+        error = error.__cause__
+    assert type(error).__name__ == "RemoteProtocolError"
 
 
 # --- OpenAI -----------------------------------------------------------------------------
