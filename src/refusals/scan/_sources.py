@@ -517,22 +517,25 @@ def _scan_lines(
         reader = stream if task.end is None else _part(stream, task)
         for line in iter(functools.partial(reader.readline, MAX_LINE_BYTES + 1), b""):
             number += 1
-            if len(line) > MAX_LINE_BYTES:
-                _skip_rest_of_line(reader, line)
-                summary.add_problem(
-                    Problem(source, number, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped")
-                )
-                continue
-            if len(line) <= _TINY and line.strip() in _EMPTY_LINES:
-                # Blank lines and `{}` are common filler: no reader is worth asking.
-                if line.strip():
-                    summary.add_problem(Problem(source, number, _EMPTY_OBJECT))
-                continue
+            size = len(line)
+            # One test for the common line, neither too long nor tiny.
+            if not _TINY < size <= MAX_LINE_BYTES:
+                if size > MAX_LINE_BYTES:
+                    _skip_rest_of_line(reader, line)
+                    summary.add_problem(
+                        Problem(source, number, f"a line over {MAX_LINE_BYTES >> 20} MiB, skipped")
+                    )
+                    continue
+                if line.strip() in _EMPTY_LINES:
+                    # Blank lines and `{}` are common filler: no reader is worth asking.
+                    if line.strip():
+                        summary.add_problem(Problem(source, number, _EMPTY_OBJECT))
+                    continue
             if sink is None:
                 if plain(line, tally):
                     continue
                 deferred.append((number, line))
-                deferred_bytes += len(line)
+                deferred_bytes += size
                 if len(deferred) >= _DEFERRED_LINES or deferred_bytes >= _DEFERRED_BYTES:
                     # Taken out first: a line that fails here is not read twice.
                     held, deferred, deferred_bytes = deferred, [], 0
