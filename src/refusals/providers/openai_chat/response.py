@@ -240,6 +240,10 @@ def plain_answer(body: PlainCompletion, provider: str | None = None) -> Plain | 
         key = (model, finish)
         verdict = _plain_verdicts.get(key)
         return verdict if verdict is not None else _remember_plain(key, body)
+    return _plain_of(body, model, finish)
+
+
+def _plain_of(body: PlainCompletion, model: str | None, finish: str) -> Plain:
     return (
         served_by(body),
         model if model is not None and model.strip() else None,
@@ -252,12 +256,7 @@ _PLAIN_VERDICTS_KEPT = 512
 
 
 def _remember_plain(key: tuple[str | None, str], body: PlainCompletion) -> Plain:
-    model, finish = key
-    verdict = (
-        served_by(body),
-        model if model is not None and model.strip() else None,
-        FINISH_REASONS[finish],
-    )
+    verdict = _plain_of(body, *key)
     if len(_plain_verdicts) >= _PLAIN_VERDICTS_KEPT:
         _plain_verdicts.clear()
     _plain_verdicts[key] = verdict
