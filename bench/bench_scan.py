@@ -85,7 +85,8 @@ def line_decoders(path: str) -> list[Callable[[bytes], Any]]:
                 if reader is not None and reader.plain_body is not None:
                     tries.append(_classify._quick_decoder(reader.plain_body))
                 if reader is not None:
-                    tries.append(msgspec.json.Decoder(reader.body).decode)
+                    known = _classify._body_decoders.get(reader.body)
+                    tries.append(known or _classify._body_decoder(reader.body))
             for decode in tries:
                 try:
                     decode(line)
