@@ -9,7 +9,7 @@ Bound: read them and decode each once with the Struct the scan's typed path need
 picked beforehand (`line_decoders`), one count per line: what a classifier built this way
 costs before any detection, verdict or blocked response, so `DuckDB / bound` is the most
 any such classifier could gain on DuckDB.
-Ours: `scan_local` over the same file, whole (one process), then in 16 MiB parts on 2
+Ours: `scan_local` over the same file, whole (one process), then in parts of up to 16 MiB on 2
 processes, and `scan_dask` on a `distributed.LocalCluster` of 2 single-threaded worker
 processes (the same file split the same way). DuckDB: `read_json` with the CASE query
 below, on one thread, which must count each finish reason as scan does (checked every

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -151,9 +152,14 @@ def test_the_demo_corpus_needs_no_extra(tmp_path: Path, monkeypatch: pytest.Monk
     st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
     st.booleans(),
     st.integers(min_value=1, max_value=200),
+    st.integers(min_value=1, max_value=5),
 )
 def test_the_parts_of_a_file_read_each_of_its_lines_once(
-    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], last_newline: bool, chunk: int
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[bytes],
+    last_newline: bool,
+    chunk: int,
+    workers: int,
 ) -> None:
     # A line belongs to the part it starts in, however the part bounds cut it.
     data = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
@@ -162,7 +168,7 @@ def test_the_parts_of_a_file_read_each_of_its_lines_once(
     # Bytes that start as gzip does are read as a gzip file, not split into parts.
     assume(data[:2] != b"\x1f\x8b")
     read: list[bytes] = []
-    for task in plan([str(path)], "jsonl", chunk_bytes=chunk):
+    for task in plan([str(path)], "jsonl", chunk_bytes=chunk, workers=workers):
         assert isinstance(task, Task)
         with path.open("rb") as stream:
             part = _part(stream, task) if task.end is not None else stream
@@ -170,3 +176,28 @@ def test_the_parts_of_a_file_read_each_of_its_lines_once(
     pieces = data.split(b"\n")
     expected = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
     assert read == expected
+
+
+@pytest.mark.parametrize(
+    ("size", "workers", "sizes"),
+    [
+        (40, 2, [10, 10, 10, 10]),  # 3 parts would leave a worker idle at the end
+        (40, 1, [14, 14, 12]),
+        (57, 2, [15, 15, 15, 12]),
+        (34, 8, [12, 12, 10]),  # 8 parts would be under half a chunk: 3 equal ones
+        (16, 2, [16]),
+        (33, 2, [9, 9, 9, 6]),
+    ],
+)
+def test_a_file_is_split_into_equal_parts_in_a_multiple_of_the_workers(
+    tmp_path: Path, size: int, workers: int, sizes: list[int]
+) -> None:
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b"x" * size)
+    tasks = list(plan([str(path)], "jsonl", chunk_bytes=16, workers=workers))
+    assert all(isinstance(task, Task) for task in tasks)
+    assert [task.size for task in tasks if isinstance(task, Task)] == sizes
+    bounds = [(task.start, task.end) for task in tasks if isinstance(task, Task)]
+    if len(bounds) > 1:
+        assert bounds[0][0] == 0 and bounds[-1][1] == size
+        assert all(end == start for (_, end), (start, _) in itertools.pairwise(bounds))

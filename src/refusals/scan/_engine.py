@@ -85,7 +85,7 @@ def scan_local(
     jobs = jobs or default_jobs()
     summary = Summary()
     options = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
-    items = list(plan(paths, layout, **options))
+    items = list(plan(paths, layout, workers=jobs, **options))
     tasks = [item for item in items if isinstance(item, Task)]
     for item in items:
         if isinstance(item, Problem):
@@ -204,11 +204,6 @@ def scan_dask(
     options = {} if chunk_bytes is None else {"chunk_bytes": chunk_bytes}
     summary = Summary()
     tasks: list[Task] = []
-    for item in plan(absolute, layout, **options):
-        if isinstance(item, Problem):
-            summary.add_problem(item)
-        else:
-            tasks.append(item)
     owned = not isinstance(scheduler, distributed.Client)
     if owned:
         try:
@@ -225,6 +220,13 @@ def scan_dask(
         out = parquet_dir if is_url(parquet_dir) else os.path.abspath(parquet_dir)
     shifts: list[Any] = []
     try:
+        # Parts in a multiple of the cluster's threads, as the local engine's processes.
+        threads = sum(client.nthreads().values())
+        for item in plan(absolute, layout, workers=max(threads, 1), **options):
+            if isinstance(item, Problem):
+                summary.add_problem(item)
+            else:
+                tasks.append(item)
         futures = client.map(
             _dask_task,
             tasks,

@@ -359,9 +359,14 @@ def _is_log_name(name: str) -> bool:
 
 
 def plan(
-    paths: Iterable[str], layout: str = "auto", chunk_bytes: int = CHUNK_BYTES
+    paths: Iterable[str], layout: str = "auto", chunk_bytes: int = CHUNK_BYTES, workers: int = 1
 ) -> Iterator[Task | Problem]:
-    """The tasks that scan `paths`, or a `Problem` for a file that cannot be read."""
+    """The tasks that scan `paths`, or a `Problem` for a file that cannot be read.
+
+    A file over `chunk_bytes` is split into parts of equal size, at most `chunk_bytes`, and
+    as many as a multiple of `workers` when they stay over half of `chunk_bytes`: 3 parts
+    on 2 workers would leave one idle for a third of the file, 4 smaller ones keep both
+    busy."""
     for path in expand_paths(paths):
         try:
             size = file_size(path)
@@ -375,9 +380,19 @@ def plan(
         if compression or chosen not in SPLITTABLE_LAYOUTS or size <= chunk_bytes:
             yield Task(path, chosen, forced, 0, None, 0, size)
             continue
-        for part, start in enumerate(range(0, size, chunk_bytes)):
-            end = min(start + chunk_bytes, size)
+        step = _part_bytes(size, chunk_bytes, workers)
+        for part, start in enumerate(range(0, size, step)):
+            end = min(start + step, size)
             yield Task(path, chosen, forced, start, end, part, end - start)
+
+
+def _part_bytes(size: int, chunk_bytes: int, workers: int) -> int:
+    """The size of a file's parts, all equal but the last: see `plan`."""
+    parts = -(-size // chunk_bytes)
+    even = -(-parts // workers) * workers
+    if -(-size // even) * 2 >= chunk_bytes:
+        parts = even
+    return -(-size // parts)
 
 
 _TINY = 8
