@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
 from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
-from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS
+from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS, MAX_PLAIN_KEYS, Tally
 from refusals.scan.corpus import Truth, exec_run, write_bench_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -847,3 +847,36 @@ def test_plain_answers_of_one_model_count_by_their_vendor_marks(tmp_path: Path) 
     _, rows = _assert_same(_write(tmp_path / "marks.jsonl", lines))
     assert len(rows) == 2800
     assert {row[4] for row in rows} >= {"groq", "ollama", "openai"}
+
+
+def test_a_tally_of_plain_answers_stays_bounded_on_new_models(tmp_path: Path) -> None:
+    # A log that names a new model on every line: the counting scan's tally adds its
+    # counts to the summary when it holds too many keys, so a file (one task however
+    # long, when compressed) does not hold a key per line; the counts stay the dict path's.
+    lines: list[bytes] = []
+    count = MAX_PLAIN_KEYS + 300
+    for index in range(count):
+        lines.append(orjson.dumps({**CHAT_STOP, "model": f"model-{index}"}))
+        message = {**ANTHROPIC_STOP, "model": f"claude-{index}"}
+        lines.append(orjson.dumps(_anthropic({"type": "succeeded", "message": message})))
+    path = _write(tmp_path / "models.jsonl", lines)
+    summary, rows = _assert_same(path)
+    assert len(rows) == 2 * count
+    assert summary["records"] == 2 * count
+    classifier = Classifier(str(path), "jsonl")
+    counted = Summary()
+    tally = Tally(counted)
+    largest = 0
+    for line in lines:
+        assert classifier.count_line(line, counted, tally)
+        largest = max(largest, len(tally.plain), len(tally.counts))
+    assert largest <= MAX_PLAIN_KEYS
+    tally.add_to(counted)
+    assert counted.records == 2 * count
+    # The same bound on the keys counted with `add`.
+    keys = Tally(counted)
+    for index in range(count):
+        keys.add(("openai", f"m{index}", "stop", True))
+        assert len(keys.counts) <= MAX_PLAIN_KEYS
+    keys.add_to(counted)
+    assert counted.records == 3 * count

@@ -679,8 +679,7 @@ def _count(outcome: Outcome, summary: Summary, tally: Tally) -> None:
     if len(outcome) == 3:
         tally.add_blocked(*outcome, summary)
     else:
-        counts = tally.counts
-        counts[outcome] = counts.get(outcome, 0) + 1
+        tally.add(outcome)
 
 
 def _count_decoded(
@@ -1045,7 +1044,11 @@ class Classifier:
         if verdict is None or verdict is NOT_PLAIN:
             return False
         counts = tally.plain
-        counts[verdict] = counts.get(verdict, 0) + 1
+        known = counts.get(verdict)
+        if known is None:
+            tally.add_new_plain(verdict)
+        else:
+            counts[verdict] = known + 1
         return True
 
     def count_rest(self, line: bytes, summary: Summary, tally: Tally) -> bool:
@@ -1091,11 +1094,8 @@ class Classifier:
             plain = _plain(line, *decoded)
         except _TYPED_READ_ERRORS:
             pass
-        counts = tally.counts
-        outcome: Outcome
         if plain is not None and plain is not NOT_PLAIN:
-            outcome = (plain[0], plain[1], plain[2], False)
-            counts[outcome] = counts.get(outcome, 0) + 1
+            tally.add((plain[0], plain[1], plain[2], False))
             return True
         if plain is NOT_PLAIN and decoded is not None:
             response = _decoded_response(*decoded)

@@ -513,7 +513,7 @@ def _scan_lines(
     classify = classifier.classify
     loads = orjson.loads
     add = summary.add
-    tally = Tally()
+    tally = Tally(summary)
     # A scan that only counts reads most lines in `count_plain` and holds the others
     # back, to read them together: each loop keeps its own code in the caches. Counts
     # merge in any order; the held lines keep theirs (exec runs span lines).

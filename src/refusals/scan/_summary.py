@@ -145,29 +145,55 @@ reason, category, stage, fallback and explanation (`ScanRecord`'s fields)."""
 MAX_BLOCKED_KEYS = 1024
 """Distinct blocked keys a `Tally` holds before it adds them to its summary (explanations
 can differ per record, and a tally must stay small)."""
+MAX_PLAIN_KEYS = 4096
+"""Distinct keys of plain answers a `Tally` holds before it adds its counts to its
+summary (a log may name a new model on every line, and a compressed file is one task)."""
 
 
 class Tally:
     """Records counted apart for a while, cheaply, for a scan that keeps no records.
 
-    The caller adds one to `counts` per (provider, model, finish reason, fallback) key of
-    a record neither refused nor filtered (the finish reason a `str`, or a `FinishReason`:
-    `add_to` writes its text), or to `plain` per (provider, model, finish reason) verdict
-    of a plain answer (not served by a fallback: the verdict as the readers give it, often
-    the same tuple again, which hashes and compares faster than a new key), and counts a
-    refused or filtered one with `add_blocked`;
-    `add_to` then adds the totals to a summary. Counts merge in any order, so the summary
+    The caller counts a record neither refused nor filtered with `add`, by its (provider,
+    model, finish reason, fallback) key (the finish reason a `str`, or a `FinishReason`:
+    `add_to` writes its text), or in `plain` by the (provider, model, finish reason)
+    verdict of a plain answer (not served by a fallback: the verdict as the readers give
+    it, often the same tuple again, which hashes and compares faster than a new key; a
+    new one through `add_new_plain`), and a refused or filtered one with `add_blocked`;
+    `add_to` then adds the totals to a summary, and does so early, into the tally's
+    `summary`, when a dict holds too many keys. Counts merge in any order, so the summary
     ends as if `Summary.add` had seen each record: the scan's hot loop pays one dict
     update per record instead of a group, a total and a finish count (and no record).
     """
 
-    __slots__ = ("blocked", "counts", "plain")
+    __slots__ = ("blocked", "counts", "plain", "summary")
 
-    def __init__(self) -> None:
+    def __init__(self, summary: Summary | None = None) -> None:
         self.counts: dict[tuple[str | None, str | None, str, bool], int] = {}
         self.plain: dict[tuple[str | None, str | None, str], int] = {}
+        self.summary = summary
+        """Where `add` and `add_new_plain` put the counts when they hold too many keys
+        (None: no bound)."""
         self.blocked: dict[BlockedKey, list[int]] = {}
         """Per blocked key: records, input tokens and output tokens."""
+
+    def add(self, key: tuple[str | None, str | None, str, bool]) -> None:
+        """Count one record neither refused nor filtered under `key` in `counts`."""
+        counts = self.counts
+        known = counts.get(key)
+        if known is not None:
+            counts[key] = known + 1
+            return
+        if len(counts) >= MAX_PLAIN_KEYS and self.summary is not None:
+            self.add_to(self.summary)
+        counts[key] = 1
+
+    def add_new_plain(self, verdict: tuple[str | None, str | None, str]) -> None:
+        """Count the first plain answer with `verdict` in `plain` (a caller counts the
+        next ones itself: `plain[verdict] += 1`)."""
+        plain = self.plain
+        if len(plain) >= MAX_PLAIN_KEYS and self.summary is not None:
+            self.add_to(self.summary)
+        plain[verdict] = 1
 
     def add_blocked(
         self, key: BlockedKey, input_tokens: int, output_tokens: int, summary: Summary
