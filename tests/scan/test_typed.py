@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from refusals import LLMResponse, NormalizeError, normalize
+from refusals.providers import struct_reader
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
 from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
 from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS, MAX_PLAIN_KEYS, Tally
@@ -880,3 +881,128 @@ def test_a_tally_of_plain_answers_stays_bounded_on_new_models(tmp_path: Path) ->
         assert len(keys.counts) <= MAX_PLAIN_KEYS
     keys.add_to(counted)
     assert counted.records == 3 * count
+
+
+def _blocked_fixtures() -> list[Any]:
+    """Every recorded JSON body of a format whose counting memo keys on `outcome_key`
+    that is not a plain answer (refused, filtered, failed, or finished otherwise)."""
+    bodies: list[Any] = []
+    for path in sorted(FIXTURES.rglob("*.json")):
+        try:
+            body = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(body, dict):
+            continue
+        reader = struct_reader(orjson.dumps(body))
+        if reader is None or reader.outcome_key is None:
+            continue
+        try:
+            response = normalize(body)
+        except NormalizeError:
+            continue
+        if response.finish_reason not in ("stop", "length", "tool_calls"):
+            bodies.append(body)
+    return bodies
+
+
+# What a refused body's other keys take: ids and tokens that differ per record, and
+# values that change what it counts as (its model, category, explanation, vendor).
+_BLOCKED_KEY_VALUES: list[Any] = [
+    None,
+    "",
+    "other",
+    7,
+    {},
+    [],
+    "fp_ollama",
+    "chat.completion",
+    {"prompt_tokens": 5, "completion_tokens": 9, "input_tokens": 5, "output_tokens": 9},
+    {"promptTokenCount": 5, "candidatesTokenCount": 9, "thoughtsTokenCount": 2},
+    {"inputTokens": 5, "outputTokens": 9, "totalTokens": 14},
+    {"iterations": [{"type": "fallback", "input_tokens": 1}], "input_tokens": 3},
+    {"category": "cyber", "explanation": "another"},
+    {"type": "refusal", "category": "bio", "explanation": "e", "recommended_model": "m"},
+]
+
+
+def _each_key_and_nested(body: Any) -> list[tuple[Any, ...]]:
+    """The paths of a body's keys, and of the keys one level into its objects and into
+    the first item of its lists of objects."""
+    paths: list[tuple[Any, ...]] = []
+    for key, value in body.items():
+        paths.append((key,))
+        if isinstance(value, dict):
+            paths += [(key, inner) for inner in value]
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            paths += [(key, 0, inner) for inner in value[0]]
+    return paths
+
+
+def test_refused_bodies_read_once_per_kind_count_as_each_would_alone(tmp_path: Path) -> None:
+    # A counting scan reads a body that is not a plain answer whole once per
+    # `outcome_key` bytes (its ids and token counts left out) and counts the others
+    # like it from the memo: every change to any key of a recorded refused, filtered or
+    # failed body, each line written twice (so the second copy is the memo's), bare and
+    # in both batch layouts, must count as the dict path counts it.
+    bodies = _blocked_fixtures()
+    formats = set()
+    for body in bodies:
+        reader = struct_reader(orjson.dumps(body))
+        assert reader is not None
+        formats.add(reader.body.__name__)
+    assert formats == {"Completion", "Message", "Body", "Converse"}, formats
+    lines: list[bytes] = []
+    for body in bodies:
+        for path in _each_key_and_nested(body):
+            for value in _BLOCKED_KEY_VALUES:
+                changed = _set_at(body, path, value)
+                for line in (
+                    _dump(changed, ascii_only=True),
+                    _dump(_openai(_wrapped(changed)), ascii_only=True),
+                    _dump(_anthropic({"type": "succeeded", "message": changed}), True),
+                ):
+                    lines += [line, line]
+    written = _write(tmp_path / "blocked.jsonl", lines)
+    summary, rows = _assert_same(written)
+    finishes = {row[6] for row in rows}
+    assert {"refusal", "content_filter", "error"} <= finishes
+    assert summary["records"] > 5000
+    # The memo was filled, so the copies after the first were counted from it.
+    classifier = Classifier(str(written), "jsonl")
+    counted = Summary()
+    tally = Tally(counted)
+    for line in lines:
+        classifier.count_line(line, counted, tally)
+    assert len(classifier._outcomes) > 50
+
+
+def test_refused_bodies_that_differ_in_ids_and_tokens_only_share_one_reading(
+    tmp_path: Path,
+) -> None:
+    # Real logs repeat a refusal under new ids and token counts: those are what the
+    # memo's key leaves out, so 300 such bodies of each recorded kind are read whole
+    # once each kind, and their tokens still sum as the dict path sums them.
+    lines: list[bytes] = []
+    for index in range(300):
+        chat = _set_at(CHAT_REFUSAL, ("id",), f"chatcmpl-{index}")
+        chat = _set_at(chat, ("usage",), {"prompt_tokens": index, "completion_tokens": 2 * index})
+        message = _set_at(ANTHROPIC_REFUSAL, ("id",), f"msg_{index}")
+        message = _set_at(message, ("usage",), {"input_tokens": index, "output_tokens": 3})
+        gemini = _set_at(GEMINI_BLOCKED, ("responseId",), f"r{index}")
+        gemini = _set_at(gemini, ("usageMetadata",), {"promptTokenCount": index})
+        lines += [
+            orjson.dumps(_openai(_wrapped(chat), custom_id=f"c{index}")),
+            orjson.dumps(_anthropic({"type": "succeeded", "message": message})),
+            orjson.dumps(gemini),
+        ]
+    path = _write(tmp_path / "repeats.jsonl", lines)
+    summary, rows = _assert_same(path)
+    assert len(rows) == 900
+    assert summary["totals"]["input_tokens"] == 3 * sum(range(300))
+    classifier = Classifier(str(path), "jsonl")
+    counted = Summary()
+    tally = Tally(counted)
+    for line in lines:
+        assert classifier.count_line(line, counted, tally)
+    assert len(classifier._outcomes) == 3

@@ -34,6 +34,7 @@ from refusals.providers import (
 from refusals.providers._common import (
     NOT_PLAIN,
     JsonObject,
+    Keyed,
     NormalizeError,
     Plain,
     json_text,
@@ -535,6 +536,9 @@ class StructReader:
     # have one.
     plain_body: type[msgspec.Struct] | None = None
     plain_answer: Callable[[Any, str | None], Plain | None] | None = None
+    # `outcome_key` on a decoded body (see `Keyed`), for a caller that memoises the
+    # responses of bodies `plain` finds not plain.
+    outcome_key: Callable[[Any], Keyed | None] | None = None
 
 
 _STRUCT_READERS: dict[WireFormat, StructReader] = {
@@ -544,6 +548,7 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         openai_chat.completion_response,
         openai_chat.schema.PlainCompletion,
         openai_chat.plain_answer,
+        openai_chat.outcome_key,
     ),
     anthropic: StructReader(
         anthropic.schema.Message,
@@ -551,6 +556,7 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         anthropic.message_response,
         anthropic.schema.PlainMessage,
         anthropic.plain_answer,
+        anthropic.outcome_key,
     ),
     gemini: StructReader(
         gemini.schema.Body,
@@ -558,6 +564,7 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         gemini.body_response,
         gemini.schema.PlainBody,
         gemini.plain_answer,
+        gemini.outcome_key,
     ),
     bedrock: StructReader(
         bedrock.schema.Converse,
@@ -565,6 +572,7 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         bedrock.body_response,
         bedrock.schema.PlainConverse,
         bedrock.plain_answer,
+        bedrock.outcome_key,
     ),
 }
 

@@ -53,6 +53,16 @@ NOT_PLAIN: Plain = ("", None, FinishReason.ERROR)
 """`parse_plain`'s answer for a body of its format that is not a plain answer (refused,
 filtered, an error, or anything the verdict alone cannot tell): read it whole."""
 
+Keyed = tuple[bytes, int, int]
+"""`outcome_key`'s answer on a decoded body: what the response read from it depends on
+apart from its request id and usage, as bytes, and the usage's input and output tokens.
+Bodies of equal bytes give responses equal in all but those, so a scan counting many
+refused bodies reads one of each whole."""
+
+encode_key = msgspec.json.encode
+"""The encoder of `outcome_key`'s bytes: field by field in declared order, so two Structs
+of one type give equal bytes only when their fields are equal."""
+
 PLAIN_FINISHES = frozenset({FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS})
 """The finish reasons of a plain answer."""
 

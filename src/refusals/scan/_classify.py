@@ -682,24 +682,57 @@ def _count(outcome: Outcome, summary: Summary, tally: Tally) -> None:
         tally.add(outcome)
 
 
+OutcomeMemo = dict[tuple[type[msgspec.Struct], str | None, bytes], TallyKey | BlockedKey]
+"""Outcomes of bodies that are not plain answers, by the body's `Keyed` bytes: a refused
+or filtered one's `Tally` key without its tokens, or another's key."""
+
+_OUTCOME_MEMO_SIZE: Final = 256
+_OUTCOME_MEMO_BYTES: Final = 8192
+
+
 def _count_decoded(
-    reader: StructReader, body: Any, provider: str | None, summary: Summary, tally: Tally
+    reader: StructReader,
+    body: Any,
+    provider: str | None,
+    summary: Summary,
+    tally: Tally,
+    *,
+    memo: OutcomeMemo,
 ) -> bool:
     """Count a body decoded into `reader.body` as `normalize(body, provider)` reads it:
     True when counted, False when the line must be read the general way (another
     format's body, or one `normalize` finishes further). Raises what the readers raise
-    on a body they do not read."""
+    on a body they do not read.
+
+    A body that is not a plain answer is read whole once per `Keyed` bytes (a log repeats
+    its refusals, apart from ids and tokens); `memo` keeps the outcome."""
     plain = reader.plain(body, provider)
     if plain is None:
         return False  # another format's, or not certainly this one's
     if plain is not NOT_PLAIN:
         _count((plain[0], plain[1], plain[2], False), summary, tally)
         return True
+    keyed = reader.outcome_key(body) if reader.outcome_key is not None else None
+    key = None
+    if keyed is not None and len(keyed[0]) <= _OUTCOME_MEMO_BYTES:
+        key = (reader.body, provider, keyed[0])
+        known = memo.get(key)
+        if known is not None:
+            if len(known) == 7:
+                tally.add_blocked(known, keyed[1], keyed[2], summary)
+            else:
+                tally.add(known)
+            return True
     response = reader.response(body, provider)
     # `normalize` finishes a response with an error further: read such a line again.
     if response is None or response.error is not None:
         return False
-    _count(_outcome(response), summary, tally)
+    outcome = _outcome(response)
+    if key is not None:
+        if len(memo) >= _OUTCOME_MEMO_SIZE:
+            memo.clear()
+        memo[key] = outcome[0] if len(outcome) == 3 else outcome
+    _count(outcome, summary, tally)
     return True
 
 
@@ -931,7 +964,16 @@ class Classifier:
     path off (`read_line` always answers None), leaving the dict path alone.
     """
 
-    __slots__ = ("_deep_refused", "_errors", "_run", "forced", "layout", "source", "typed")
+    __slots__ = (
+        "_deep_refused",
+        "_errors",
+        "_outcomes",
+        "_run",
+        "forced",
+        "layout",
+        "source",
+        "typed",
+    )
 
     def __init__(
         self, source: str, layout: str, *, forced: bool = False, typed: bool = True
@@ -946,6 +988,7 @@ class Classifier:
         # Error bodies are canned (no ids, no usage): what each one counts as, by its
         # status and bytes, for `count_line` (see `_error_key`).
         self._errors: dict[tuple[str, int, bytes], Outcome] = {}
+        self._outcomes: OutcomeMemo = {}
 
     def _envelope(self, line: bytes, decode: Callable[[bytes], _E]) -> tuple[_E, str] | None:
         """The typed envelope of a raw line and its layout (`openai-batch`,
@@ -1159,7 +1202,7 @@ class Classifier:
         the general way."""
         try:
             body = (_body_decoders.get(reader.body) or _body_decoder(reader.body))(data)
-            return _count_decoded(reader, body, provider, summary, tally)
+            return _count_decoded(reader, body, provider, summary, tally, memo=self._outcomes)
         except _TYPED_READ_ERRORS:
             return False
 
@@ -1182,7 +1225,7 @@ class Classifier:
                 kind = _text_payload(bytes(kind))
             if _dict_path_type(kind):
                 return False
-            return _count_decoded(reader, body, None, summary, tally)
+            return _count_decoded(reader, body, None, summary, tally, memo=self._outcomes)
         except _TYPED_READ_ERRORS:
             return False
 

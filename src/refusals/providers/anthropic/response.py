@@ -24,8 +24,10 @@ from refusals.providers._common import (
     NOT_PLAIN,
     PLAIN_FINISHES,
     JsonObject,
+    Keyed,
     NormalizeError,
     Plain,
+    encode_key,
     json_text,
     require_object,
     typed_detail,
@@ -275,6 +277,18 @@ def usage_of(usage: MessageUsage | None) -> Usage:
         usage.cache_creation_input_tokens or 0,
         [dict(it) for it in iterations if isinstance(it, dict)] if type(iterations) is list else [],
     )
+
+
+def outcome_key(body: Message) -> Keyed | None:
+    """`Keyed` for a decoded Messages body: `to_response` reads its `id` as the request id
+    and its `usage` through `usage_of` alone. None when the usage has iterations, which
+    can say a fallback served the answer."""
+    usage = body.usage
+    if usage is not None and usage.iterations:
+        return None
+    counts = usage_of(usage)
+    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
+    return key, counts.input_tokens, counts.output_tokens
 
 
 def fallback_of(block: Block) -> Fallback:

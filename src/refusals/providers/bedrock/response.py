@@ -22,9 +22,11 @@ from refusals.providers._common import (
     NOT_PLAIN,
     PLAIN_FINISHES,
     JsonObject,
+    Keyed,
     NormalizeError,
     Plain,
     arr,
+    encode_key,
     json_text,
     obj,
     require_object,
@@ -39,6 +41,7 @@ from refusals.providers.bedrock.schema import (
     DECLINED,
     ContentBlock,
     Converse,
+    ConverseUsage,
     PlainBlock,
     PlainConverse,
     ReasoningText,
@@ -251,24 +254,13 @@ def to_response(body: Converse, provider: str) -> LLMResponse:
 
     content = "".join(texts) or None
     reasoning_text = "\n\n".join(thinking) if thinking else None
-    usage = body.usage
-    if usage is None:
-        counts = Usage()
-    else:
-        counts = new_usage(
-            usage.input_tokens or 0,
-            usage.output_tokens or 0,
-            usage.cache_read_input_tokens or 0,
-            usage.cache_write_input_tokens or 0,
-            [],
-        )
     metadata = body.response_metadata
     return new_response(
         content,
         tool_calls,
         reasoning_text,
         details,
-        counts,
+        usage_of(body.usage),
         finish,
         raw,
         None,  # Converse does not echo the model id in the body.
@@ -279,3 +271,23 @@ def to_response(body: Converse, provider: str) -> LLMResponse:
         and bool(content or tool_calls or reasoning_text)
         and not (stop is not None and stop.altered),
     )
+
+
+def usage_of(usage: ConverseUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    return new_usage(
+        usage.input_tokens or 0,
+        usage.output_tokens or 0,
+        usage.cache_read_input_tokens or 0,
+        usage.cache_write_input_tokens or 0,
+        [],
+    )
+
+
+def outcome_key(body: Converse) -> Keyed:
+    """`Keyed` for a decoded Converse body: `to_response` reads its `ResponseMetadata` for
+    the request id and its `usage` through `usage_of` alone (`metrics` is not declared)."""
+    counts = usage_of(body.usage)
+    key = encode_key(msgspec.structs.replace(body, usage=None, response_metadata=None))
+    return key, counts.input_tokens, counts.output_tokens

@@ -25,9 +25,11 @@ from refusals.providers._common import (
     NOT_PLAIN,
     PLAIN_FINISHES,
     JsonObject,
+    Keyed,
     NormalizeError,
     Plain,
     arguments_text,
+    encode_key,
     key_names,
     require_object,
 )
@@ -516,6 +518,14 @@ def usage_of(usage: ChatUsage | None) -> Usage:
         cached = details.cached_tokens or usage.prompt_cache_hit_tokens or 0
         written = details.cache_write_tokens or 0  # OpenRouter
     return new_usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, cached, written, [])
+
+
+def outcome_key(body: Completion) -> Keyed:
+    """`Keyed` for a decoded completion: `to_response` reads its `id` as the request id
+    and its `usage` through `usage_of` alone (`created` is not declared)."""
+    usage = usage_of(body.usage)
+    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
+    return key, usage.input_tokens, usage.output_tokens
 
 
 def prompt_results(body: Completion) -> msgspec.Raw | Given:
