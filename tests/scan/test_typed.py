@@ -12,13 +12,13 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.providers import struct_reader
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
-from refusals.scan._classify import _STOP_MEMO_SIZE, _stop_fields, _stop_memo
+from refusals.scan._classify import _STOP_MEMO_SIZE, _bare_reader, _stop_fields, _stop_memo
 from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS, MAX_PLAIN_KEYS, Tally
 from refusals.scan.corpus import Truth, exec_run, write_bench_file
 
@@ -1006,3 +1006,42 @@ def test_refused_bodies_that_differ_in_ids_and_tokens_only_share_one_reading(
     for line in lines:
         assert classifier.count_line(line, counted, tally)
     assert len(classifier._outcomes) == 3
+
+
+_HEAD_KEYS = ["id", "object", "type", "model", "candidates", "choices", "stopReason", "x"]
+_HEAD_VALUES = ["chatcmpl", "chat", "msg", "claude", "gen", "cmpl", "resp", "response"]
+
+
+@st.composite
+def _bodies_by_their_heads(draw: st.DrawFn) -> bytes:
+    """A body's first bytes as detection reads them (a first key, spaces, a value whose
+    letters may run on past what the match reads), then telling keys of any format."""
+    key = draw(st.sampled_from(_HEAD_KEYS))
+    space = draw(st.sampled_from(["", " ", "\n  "]))
+    value = draw(st.sampled_from(_HEAD_VALUES)) + draw(st.sampled_from(["", "x", "abcdefgh"]))
+    after = draw(st.sampled_from(["-1", "_01", '"', "1", "", "[", "{"]))
+    rest = draw(
+        st.lists(
+            st.sampled_from(
+                ['"stop_reason":1', '"candidates":[]', '"chat.completion"', '"stopReason":1']
+            ),
+            max_size=2,
+        )
+    )
+    quoted = draw(st.booleans())
+    first = f'"{value}{after}"' if quoted else f"{after or '0'}"
+    return ("{" + f'"{key}"{space}:{space}{first},' + ",".join(rest) + "}").encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_bodies_by_their_heads(), min_size=1, max_size=12))
+# The first key's value starts at byte 16: the match read past the quote to look for it.
+@example([b'{"model"\n  :\n  "1",}', b'{"model"\n  :\n  "claude-1",}'])
+def test_readers_kept_by_a_lines_first_bytes_are_the_ones_detection_picks(
+    lines: list[bytes],
+) -> None:
+    # A counting scan keeps `struct_reader`'s answer by a line's first 16 bytes when they
+    # decide it: lines that share those bytes but part later (a value's letters run on,
+    # the first key names no format and the telling keys decide) get detection's reader.
+    for line in lines + lines:
+        assert _bare_reader(line) is struct_reader(line)

@@ -62,10 +62,12 @@ __all__ = [
     "decode_payload",
     "detect",
     "endpoint_for_path",
+    "head_reader",
     "normalize",
     "path_with_model",
     "plain_verdict",
     "provider_for_url",
+    "searched_reader",
     "stream_decoder_for",
     "struct_reader",
 ]
@@ -589,12 +591,35 @@ def struct_reader(payload: bytes, provider: str | None = None) -> StructReader |
     module = _by_head(payload)
     if module is not None:
         return _STRUCT_READERS.get(module)
-    # `_first` asks the module of the first telling key the body holds (a loop, not a
-    # generator: this runs once per bare line of a scan).
+    return searched_reader(payload)
+
+
+def searched_reader(payload: bytes) -> StructReader | None:
+    """`struct_reader(payload)` for a body whose first key names no format: `_first` asks
+    the module of the first telling key the body holds (a loop, not a generator: this
+    runs once per bare line of a scan)."""
     for needle, module in _TELLING_KEYS:
         if needle in payload:
             return _STRUCT_READERS.get(module)
     return None
+
+
+def head_reader(payload: bytes) -> tuple[int, bool, StructReader | None] | None:
+    """What a body's first key says of `struct_reader(payload)` (no provider named): how
+    many leading bytes decide it (the key, its value's first letters and the bytes the
+    match read past them), whether the first key names no format (`searched_reader` answers
+    then), and the reader of the format it names. None when the body has no first key
+    the match reads."""
+    head = _HEAD.match(payload)
+    if head is None:
+        return None
+    # The match read the byte after its end; without a value, a quote there and the
+    # byte after that (the value's first letter, looked for).
+    length = head.end() + (1 if head.group(2) is not None else 2)
+    module = _by_head(payload)
+    if module is None:
+        return length, True, None
+    return length, False, _STRUCT_READERS.get(module)
 
 
 def plain_verdict(payload: bytes | str, provider: str | None = None) -> Plain | None:

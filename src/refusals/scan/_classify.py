@@ -46,9 +46,11 @@ from refusals.providers import (
     Plain,
     StructReader,
     anthropic,
+    head_reader,
     normalize,
     openai_chat,
     plain_verdict,
+    searched_reader,
     struct_reader,
 )
 from refusals.providers._common import Absent
@@ -955,6 +957,34 @@ def _quick_decoder(plain_body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
     return _with_custom_id(plain_body, Absent, 0)
 
 
+_HEAD_BYTES: Final = 16
+_HEADS_KEPT: Final = 256
+_heads: dict[bytes, StructReader | None] = {}
+"""`struct_reader` by a line's first bytes, when they decide it: a log's bare bodies of
+one format start alike (`{"id":"chatcmpl-`, `{"candidates":`), and a slice and a lookup
+cost a third of the first key's match. None: the telling keys decide (`searched_reader`)."""
+
+
+def _bare_reader(line: bytes) -> StructReader | None:
+    """`struct_reader(line)`, through `_heads`."""
+    head = line[:_HEAD_BYTES]
+    try:
+        reader = _heads[head]
+    except KeyError:
+        pass
+    else:
+        return reader if reader is not None else searched_reader(line)
+    found = head_reader(line)
+    if found is None:
+        return struct_reader(line)
+    length, searched, reader = found
+    if length <= _HEAD_BYTES and (searched or reader is not None):
+        if len(_heads) >= _HEADS_KEPT:
+            _heads.clear()
+        _heads[head] = reader
+    return searched_reader(line) if searched else reader
+
+
 class Classifier:
     """Classifies the lines of one file (or one part of it), in order.
 
@@ -1070,7 +1100,7 @@ class Classifier:
                 else:
                     return False
             else:
-                reader = struct_reader(line)
+                reader = _bare_reader(line)
                 if reader is None:
                     return False
                 plain_body, answer = reader.plain_body, reader.plain_answer
@@ -1116,7 +1146,7 @@ class Classifier:
             body = _batch_body(*raw)
             if body is None:
                 return self._count_whole(line, summary, tally, None, raw)
-            reader = struct_reader(*body)
+            reader = _bare_reader(body[0]) if body[1] is None else struct_reader(*body)
             if reader is None:
                 # A format without split readers (Responses, rare in batches): its
                 # response read whole says whether it is a plain answer.
@@ -1125,7 +1155,7 @@ class Classifier:
                 return True
             return self._count_whole(line, summary, tally, None, raw)
         if not self.forced:
-            reader = struct_reader(line)
+            reader = _bare_reader(line)
             if reader is not None and self._count_bare(line, reader, summary, tally):
                 return True
         plain: Plain | None = None
