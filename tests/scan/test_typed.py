@@ -869,7 +869,7 @@ def test_a_tally_of_plain_answers_stays_bounded_on_new_models(tmp_path: Path) ->
     tally = Tally(counted)
     largest = 0
     for line in lines:
-        assert classifier.count_line(line, counted, tally)
+        assert classifier.count_line(line, tally)
         largest = max(largest, len(tally.plain), len(tally.counts))
     assert largest <= MAX_PLAIN_KEYS
     tally.add_to(counted)
@@ -973,7 +973,7 @@ def test_refused_bodies_read_once_per_kind_count_as_each_would_alone(tmp_path: P
     counted = Summary()
     tally = Tally(counted)
     for line in lines:
-        classifier.count_line(line, counted, tally)
+        classifier.count_line(line, tally)
     assert len(classifier._outcomes) > 50
 
 
@@ -1004,7 +1004,7 @@ def test_refused_bodies_that_differ_in_ids_and_tokens_only_share_one_reading(
     counted = Summary()
     tally = Tally(counted)
     for line in lines:
-        assert classifier.count_line(line, counted, tally)
+        assert classifier.count_line(line, tally)
     assert len(classifier._outcomes) == 3
 
 

@@ -60,7 +60,7 @@ from refusals.providers.openai_chat import completion_response, plain_completion
 from refusals.providers.openai_chat.schema import Completion, PlainCompletion
 from refusals.refusal import notice
 from refusals.scan._record import ScanRecord, Stage
-from refusals.scan._summary import BlockedKey, Summary, Tally
+from refusals.scan._summary import BlockedKey, Tally
 
 JsonObject = dict[str, Any]
 
@@ -677,9 +677,9 @@ def _outcome(response: LLMResponse) -> Outcome:
     return (response.provider, response.model, finish, fallback)
 
 
-def _count(outcome: Outcome, summary: Summary, tally: Tally) -> None:
+def _count(outcome: Outcome, tally: Tally) -> None:
     if len(outcome) == 3:
-        tally.add_blocked(*outcome, summary)
+        tally.add_blocked(*outcome)
     else:
         tally.add(outcome)
 
@@ -696,7 +696,6 @@ def _count_decoded(
     reader: StructReader,
     body: Any,
     provider: str | None,
-    summary: Summary,
     tally: Tally,
     *,
     memo: OutcomeMemo,
@@ -712,16 +711,16 @@ def _count_decoded(
     if plain is None:
         return False  # another format's, or not certainly this one's
     if plain is not NOT_PLAIN:
-        _count((plain[0], plain[1], plain[2], False), summary, tally)
+        _count((plain[0], plain[1], plain[2], False), tally)
         return True
     keyed = reader.outcome_key(body) if reader.outcome_key is not None else None
     key = None
     if keyed is not None and len(keyed[0]) <= _OUTCOME_MEMO_BYTES:
-        key = (reader.body, provider, keyed[0])
+        key = (type(body), provider, keyed[0])
         known = memo.get(key)
         if known is not None:
             if len(known) == 7:
-                tally.add_blocked(known, keyed[1], keyed[2], summary)
+                tally.add_blocked(known, keyed[1], keyed[2])
             else:
                 tally.add(known)
             return True
@@ -734,7 +733,7 @@ def _count_decoded(
         if len(memo) >= _OUTCOME_MEMO_SIZE:
             memo.clear()
         memo[key] = outcome[0] if len(outcome) == 3 else outcome
-    _count(outcome, summary, tally)
+    _count(outcome, tally)
     return True
 
 
@@ -1060,17 +1059,17 @@ class Classifier:
         except _TYPED_READ_ERRORS:
             return None
 
-    def count_line(self, line: bytes, summary: Summary, tally: Tally) -> bool:
+    def count_line(self, line: bytes, tally: Tally) -> bool:
         """The typed path for a scan that keeps no records: count the line's response
-        as `summary.add(record_from_response(...))` would, and answer True; or answer
+        as `Summary.add(record_from_response(...))` would, and answer True; or answer
         False when the line must take the dict path.
 
         Most responses are plain answers, counted in `tally` from their verdict alone
-        (add it to `summary` at the end); the others are read whole, and the blocked
+        (`Tally.add_to` a summary at the end); the others are read whole, and the blocked
         ones are tallied by their category, stage, fallback and explanation, their tokens
         summed (no record, and no notice, which no count reads).
         """
-        return self.count_plain(line, tally) or self.count_rest(line, summary, tally)
+        return self.count_plain(line, tally) or self.count_rest(line, tally)
 
     def count_plain(self, line: bytes, tally: Tally) -> bool:
         """`count_line`'s first step, for most lines: True when the line is a plain answer
@@ -1124,7 +1123,7 @@ class Classifier:
             counts[verdict] = known + 1
         return True
 
-    def count_rest(self, line: bytes, summary: Summary, tally: Tally) -> bool:
+    def count_rest(self, line: bytes, tally: Tally) -> bool:
         """`count_line` for a line `count_plain` declined."""
         if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
             # Not a plain answer, or not one the plain Structs take: the envelope is read
@@ -1140,23 +1139,23 @@ class Classifier:
             if key is not None:
                 known = self._errors.get(key)
                 if known is None:
-                    return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
-                _count(known, summary, tally)
+                    return self._count_whole(line, tally, NOT_PLAIN, raw)
+                _count(known, tally)
                 return True
             body = _batch_body(*raw)
             if body is None:
-                return self._count_whole(line, summary, tally, None, raw)
+                return self._count_whole(line, tally, None, raw)
             reader = _bare_reader(body[0]) if body[1] is None else struct_reader(*body)
             if reader is None:
                 # A format without split readers (Responses, rare in batches): its
                 # response read whole says whether it is a plain answer.
-                return self._count_whole(line, summary, tally, NOT_PLAIN, raw)
-            if self._count_body(body[0], body[1], reader, summary, tally):
+                return self._count_whole(line, tally, NOT_PLAIN, raw)
+            if self._count_body(body[0], body[1], reader, tally):
                 return True
-            return self._count_whole(line, summary, tally, None, raw)
+            return self._count_whole(line, tally, None, raw)
         if not self.forced:
             reader = _bare_reader(line)
-            if reader is not None and self._count_bare(line, reader, summary, tally):
+            if reader is not None and self._count_bare(line, reader, tally):
                 return True
         plain: Plain | None = None
         decoded: tuple[_PlainEnvelope, str] | None = None
@@ -1173,14 +1172,13 @@ class Classifier:
         if plain is NOT_PLAIN and decoded is not None:
             response = _decoded_response(*decoded)
             if response is not None:
-                _count(_outcome(response), summary, tally)
+                _count(_outcome(response), tally)
                 return True
-        return self._count_whole(line, summary, tally, plain)
+        return self._count_whole(line, tally, plain)
 
     def _count_whole(
         self,
         line: bytes,
-        summary: Summary,
         tally: Tally,
         plain: Plain | None,
         envelope: tuple[_Envelope, str] | None = None,
@@ -1197,13 +1195,13 @@ class Classifier:
             if plain is None:
                 plain = _plain_raw(line, *envelope)
                 if plain is not None and plain is not NOT_PLAIN:
-                    _count((plain[0], plain[1], plain[2], False), summary, tally)
+                    _count((plain[0], plain[1], plain[2], False), tally)
                     return True
             key = _error_key(*envelope)
             if key is not None:
                 known = self._errors.get(key)
                 if known is not None:
-                    _count(known, summary, tally)
+                    _count(known, tally)
                     return True
             found = _typed(line, *envelope)
         except _TYPED_READ_ERRORS:
@@ -1216,7 +1214,7 @@ class Classifier:
             if len(errors) >= _ERROR_MEMO_SIZE:
                 errors.clear()
             errors[key] = outcome
-        _count(outcome, summary, tally)
+        _count(outcome, tally)
         return True
 
     def _count_body(
@@ -1224,7 +1222,6 @@ class Classifier:
         data: bytes,
         provider: str | None,
         reader: StructReader,
-        summary: Summary,
         tally: Tally,
     ) -> bool:
         """`count_rest` for a batch line's 2xx body (`data`, read as `_typed` reads it:
@@ -1232,13 +1229,11 @@ class Classifier:
         the general way."""
         try:
             body = (_body_decoders.get(reader.body) or _body_decoder(reader.body))(data)
-            return _count_decoded(reader, body, provider, summary, tally, memo=self._outcomes)
+            return _count_decoded(reader, body, provider, tally, memo=self._outcomes)
         except _TYPED_READ_ERRORS:
             return False
 
-    def _count_bare(
-        self, line: bytes, reader: StructReader, summary: Summary, tally: Tally
-    ) -> bool:
+    def _count_bare(self, line: bytes, reader: StructReader, tally: Tally) -> bool:
         """`count_rest` for a line that is a bare body of a format with split readers,
         decoded once: True when counted, False to read the line the general way."""
         if not self.typed or (
@@ -1255,7 +1250,7 @@ class Classifier:
                 kind = _text_payload(bytes(kind))
             if _dict_path_type(kind):
                 return False
-            return _count_decoded(reader, body, None, summary, tally, memo=self._outcomes)
+            return _count_decoded(reader, body, None, tally, memo=self._outcomes)
         except _TYPED_READ_ERRORS:
             return False
 

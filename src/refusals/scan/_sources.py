@@ -411,7 +411,7 @@ def _count_deferred(
     source = classifier.source
     for number, line in lines:
         try:
-            if count(line, summary, tally):
+            if count(line, tally):
                 continue
             record = classify(loads(line), number)
         except orjson.JSONDecodeError as exc:

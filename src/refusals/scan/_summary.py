@@ -171,8 +171,8 @@ class Tally:
         self.counts: dict[tuple[str | None, str | None, str, bool], int] = {}
         self.plain: dict[tuple[str | None, str | None, str], int] = {}
         self.summary = summary
-        """Where `add` and `add_new_plain` put the counts when they hold too many keys
-        (None: no bound)."""
+        """Where `add`, `add_new_plain` and `add_blocked` put the counts when they hold
+        too many keys (None: no bound)."""
         self.blocked: dict[BlockedKey, list[int]] = {}
         """Per blocked key: records, input tokens and output tokens."""
 
@@ -195,15 +195,12 @@ class Tally:
             self.add_to(self.summary)
         plain[verdict] = 1
 
-    def add_blocked(
-        self, key: BlockedKey, input_tokens: int, output_tokens: int, summary: Summary
-    ) -> None:
-        """Count one refused or filtered record (adding the blocked counts to `summary`
-        first when they hold too many keys)."""
+    def add_blocked(self, key: BlockedKey, input_tokens: int, output_tokens: int) -> None:
+        """Count one refused or filtered record in `blocked`."""
         row = self.blocked.get(key)
         if row is None:
-            if len(self.blocked) >= MAX_BLOCKED_KEYS:
-                self._add_blocked_to(summary)
+            if len(self.blocked) >= MAX_BLOCKED_KEYS and self.summary is not None:
+                self._add_blocked_to(self.summary)
             self.blocked[key] = [1, input_tokens, output_tokens]
             return
         row[0] += 1
