@@ -706,13 +706,11 @@ def _count_decoded(
     on a body they do not read.
 
     A body that is not a plain answer is read whole once per `Keyed` bytes (a log repeats
-    its refusals, apart from ids and tokens); `memo` keeps the outcome."""
-    plain = reader.plain(body, provider)
-    if plain is None:
-        return False  # another format's, or not certainly this one's
-    if plain is not NOT_PLAIN:
-        _count((plain[0], plain[1], plain[2], False), tally)
-        return True
+    its refusals, apart from ids and tokens); `memo` keeps the outcome, and is asked
+    before the plain verdict."""
+    # Asked first: the bytes of a body that was not a plain answer give one that is not
+    # (the plain verdict depends on nothing they leave out), and most bodies here are
+    # refusals a log repeats.
     keyed = reader.outcome_key(body) if reader.outcome_key is not None else None
     key = None
     if keyed is not None and len(keyed[0]) <= _OUTCOME_MEMO_BYTES:
@@ -724,6 +722,12 @@ def _count_decoded(
             else:
                 tally.add(known)
             return True
+    plain = reader.plain(body, provider)
+    if plain is None:
+        return False  # another format's, or not certainly this one's
+    if plain is not NOT_PLAIN:
+        _count((plain[0], plain[1], plain[2], False), tally)
+        return True
     response = reader.response(body, provider)
     # `normalize` finishes a response with an error further: read such a line again.
     if response is None or response.error is not None:
