@@ -951,7 +951,7 @@ def test_refused_bodies_read_once_per_kind_count_as_each_would_alone(tmp_path: P
         reader = struct_reader(orjson.dumps(body))
         assert reader is not None
         formats.add(reader.body.__name__)
-    assert formats == {"Completion", "Message", "Body", "Converse"}, formats
+    assert formats == {"Completion", "Message", "Body", "Converse", "Response"}, formats
     lines: list[bytes] = []
     for body in bodies:
         for path in _each_key_and_nested(body):

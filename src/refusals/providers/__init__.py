@@ -576,6 +576,13 @@ _STRUCT_READERS: dict[WireFormat, StructReader] = {
         bedrock.plain_answer,
         bedrock.outcome_key,
     ),
+    # Read whole for the plain verdict too (no plain-answer Struct): rare in logs.
+    openai_responses: StructReader(
+        openai_responses.schema.Response,
+        openai_responses.plain_response,
+        openai_responses.response_of,
+        outcome_key=openai_responses.outcome_key,
+    ),
 }
 
 

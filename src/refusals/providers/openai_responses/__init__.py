@@ -41,9 +41,12 @@ from refusals.providers.openai_responses.response import (
     PROVIDER_NAMES,
     STATUSES,
     looks_like,
+    outcome_key,
     parse_fast,
     parse_plain,
     parse_response,
+    plain_response,
+    response_of,
 )
 from refusals.providers.openai_responses.stream import (
     ResponsesStreamReader,
@@ -62,10 +65,13 @@ __all__ = [
     "detect_stream",
     "is_error",
     "looks_like",
+    "outcome_key",
     "parse_error",
     "parse_fast",
     "parse_plain",
     "parse_response",
+    "plain_response",
+    "response_of",
 ]
 
 

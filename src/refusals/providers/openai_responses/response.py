@@ -25,12 +25,14 @@ from refusals.model import (
 from refusals.providers._common import (
     FAST_FAILED,
     JsonObject,
+    Keyed,
     NormalizeError,
     Plain,
     Raw,
     arguments_text,
     arr,
     count,
+    encode_key,
     interrupted,
     key_names,
     obj,
@@ -53,6 +55,7 @@ from refusals.providers.openai_chat.filters import quiet
 from refusals.providers.openai_responses.schema import (
     Item,
     Response,
+    ResponseUsage,
     decode_response,
 )
 
@@ -258,6 +261,16 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
         return None
     try:
         body = decode_response(data)
+    except FAST_FAILED:
+        return None
+    return response_of(body, provider)
+
+
+def response_of(body: Response, provider: str | None) -> LLMResponse | None:
+    """`parse_fast` of a Responses object already decoded strictly (inside an envelope)."""
+    if provider is not None and provider not in PROVIDER_NAMES:
+        return None
+    try:
         if provider is None:
             # What detection checks: `object: "response"` is the hint (no other format's
             # is looked at), no Bedrock InvokeModel marker, and `detect_provider` then says
@@ -279,6 +292,11 @@ def parse_fast(data: bytes | str, provider: str | None) -> LLMResponse | None:
 def parse_plain(data: bytes | str, provider: str | None) -> Plain | None:
     """`parse_fast`'s verdict (see `_protocol`): rare in logs, so read whole."""
     return plain_of(parse_fast(data, provider))
+
+
+def plain_response(body: Response, provider: str | None) -> Plain | None:
+    """`parse_plain` of a Responses object already decoded strictly: read whole."""
+    return plain_of(response_of(body, provider))
 
 
 def to_response(body: Response, provider: str) -> LLMResponse:
@@ -312,18 +330,6 @@ def to_response(body: Response, provider: str) -> LLMResponse:
                     if piece and piece.strip():
                         reasoning.append(piece)
 
-    usage = body.usage
-    if usage is None:
-        counts = Usage()
-    else:
-        details = usage.input_tokens_details
-        counts = new_usage(
-            count(usage.input_tokens),
-            count(usage.output_tokens),
-            count(details.cached_tokens) if details is not None else 0,
-            count(details.cache_write_tokens) if details is not None else 0,
-            [],
-        )
     incomplete = body.incomplete_details
     model = body.model
     request_id = body.id
@@ -340,11 +346,32 @@ def to_response(body: Response, provider: str) -> LLMResponse:
         moderation=moderation_signals(raw_value(body.moderation))
         if body.moderation
         else _NO_MODERATION,
-        usage=counts,
+        usage=usage_of(body.usage),
         model=model if model is not None and model.strip() else None,
         request_id=request_id if request_id is not None and request_id.strip() else None,
         provider=provider,
     )
+
+
+def usage_of(usage: ResponseUsage | None) -> Usage:
+    if usage is None:
+        return Usage()
+    details = usage.input_tokens_details
+    return new_usage(
+        count(usage.input_tokens),
+        count(usage.output_tokens),
+        count(details.cached_tokens) if details is not None else 0,
+        count(details.cache_write_tokens) if details is not None else 0,
+        [],
+    )
+
+
+def outcome_key(body: Response) -> Keyed:
+    """`Keyed` for a decoded Responses object: `to_response` reads its `id` as the request
+    id and its `usage` through `usage_of` alone."""
+    counts = usage_of(body.usage)
+    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
+    return key, counts.input_tokens, counts.output_tokens
 
 
 def _filters_of(value: Raw | Given) -> tuple[list[str], list[Detail]]:

@@ -62,6 +62,9 @@ class Response(msgspec.Struct):
     moderation: Raw = NO_RAW
     usage: ResponseUsage | None = None
     choices: Raw = NO_RAW
+    # Not read: a scan asks every format's Struct for a bare body's `type`, which tells an
+    # exec event or a proxy line from a body.
+    type: Raw = NO_RAW
     guardrail_action: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-guardrailAction")
     invocation_metrics: Raw = msgspec.field(default=NO_RAW, name="amazon-bedrock-invocationMetrics")
 
