@@ -22,12 +22,13 @@ only plain answers: most lines are counted from that one decode and `plain_answe
 A batch line they decline is read with its body raw (`_Envelope`): an error, or a
 request that got no answer, is counted once per status and bytes (they are canned: the
 same few come again and again); a 2xx body is decoded once by its format's split
-readers (`struct_reader(body, provider)`: chat completions, Messages, Gemini, Converse),
-plain answers counted from `plain_completion` and the like, the others from the
-response those readers build. A bare body of such a format is decoded once, into its
-Struct plus the one envelope key it does not read. Any other line is read as the typed
-path reads it. Refused and filtered responses are tallied by what a summary counts of
-them (`BlockedKey`), never made into records.
+readers (`struct_reader(body, provider)`: chat completions, Messages, Gemini, Converse,
+Responses), plain answers counted from `plain_completion` and the like, the others from
+the response those readers build, once per `outcome_key` (the rest from a memo). A bare
+body of such a format is decoded once, into its Struct plus the one envelope key it does
+not read. Any other line is read as the typed path reads it. Refused and filtered
+responses are tallied by what a summary counts of them (`BlockedKey`), never made into
+records.
 """
 
 from __future__ import annotations
@@ -1151,7 +1152,7 @@ class Classifier:
                 return self._count_whole(line, tally, None, raw)
             reader = _bare_reader(body[0]) if body[1] is None else struct_reader(*body)
             if reader is None:
-                # A format without split readers (Responses, rare in batches): its
+                # A format without split readers (Cohere, Ollama: rare in batches): its
                 # response read whole says whether it is a plain answer.
                 return self._count_whole(line, tally, NOT_PLAIN, raw)
             if self._count_body(body[0], body[1], reader, tally):
