@@ -14,7 +14,14 @@ import msgspec
 import orjson
 
 from refusals.events import StreamError, StreamEvent, Verdict
-from refusals.model import ErrorKind, FinishReason, LLMResponse, ProviderError, StopDetails
+from refusals.model import (
+    ErrorKind,
+    FinishReason,
+    LLMResponse,
+    ProviderError,
+    StopDetails,
+    Usage,
+)
 from refusals.refusal import truncate_within
 
 JsonObject = dict[str, Any]
@@ -59,9 +66,17 @@ apart from its request id and usage, as bytes, and the usage's input and output 
 Bodies of equal bytes give responses equal in all but those, so a scan counting many
 refused bodies reads one of each whole."""
 
-encode_key = msgspec.json.encode
-"""The encoder of `outcome_key`'s bytes: field by field in declared order, so two Structs
-of one type give equal bytes only when their fields are equal."""
+_encode_key = msgspec.json.encode
+
+
+def keyed(body: msgspec.Struct, counts: Usage, /, **left_out: Any) -> Keyed:
+    """`Keyed` for `body` with the fields `left_out` replaced (the request id, the usage)
+    and the tokens of `counts`, its usage read. The bytes are the Struct encoded field by
+    field in declared order, so two Structs of one type give equal bytes only when their
+    fields are equal."""
+    key = _encode_key(msgspec.structs.replace(body, **left_out))
+    return key, counts.input_tokens, counts.output_tokens
+
 
 PLAIN_FINISHES = frozenset({FinishReason.STOP, FinishReason.LENGTH, FinishReason.TOOL_CALLS})
 """The finish reasons of a plain answer."""

@@ -27,8 +27,8 @@ from refusals.providers._common import (
     Keyed,
     NormalizeError,
     Plain,
-    encode_key,
     json_text,
+    keyed,
     require_object,
     typed_detail,
 )
@@ -286,9 +286,7 @@ def outcome_key(body: Message) -> Keyed | None:
     usage = body.usage
     if usage is not None and usage.iterations:
         return None
-    counts = usage_of(usage)
-    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
-    return key, counts.input_tokens, counts.output_tokens
+    return keyed(body, usage_of(usage), id=None, usage=None)
 
 
 def fallback_of(block: Block) -> Fallback:

@@ -26,8 +26,8 @@ from refusals.providers._common import (
     NormalizeError,
     Plain,
     arr,
-    encode_key,
     json_text,
+    keyed,
     obj,
     require_object,
     string,
@@ -288,6 +288,4 @@ def usage_of(usage: ConverseUsage | None) -> Usage:
 def outcome_key(body: Converse) -> Keyed:
     """`Keyed` for a decoded Converse body: `to_response` reads its `ResponseMetadata` for
     the request id and its `usage` through `usage_of` alone (`metrics` is not declared)."""
-    counts = usage_of(body.usage)
-    key = encode_key(msgspec.structs.replace(body, usage=None, response_metadata=None))
-    return key, counts.input_tokens, counts.output_tokens
+    return keyed(body, usage_of(body.usage), usage=None, response_metadata=None)

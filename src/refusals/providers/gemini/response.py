@@ -44,8 +44,8 @@ from refusals.providers._common import (
     Plain,
     arguments_text,
     arr,
-    encode_key,
     key_names,
+    keyed,
 )
 from refusals.providers._lenient import Given, lenient, lenient_list, raw_value
 from refusals.providers.gemini.schema import (
@@ -430,17 +430,14 @@ def outcome_key(body: Body) -> Keyed:
     """`Keyed` for a decoded generateContent body: its `responseId` is read as the request
     id and its `usageMetadata` through `usage_of` (beside their types, which detection
     asks), and its `createTime` for being there (Vertex AI's) alone."""
-    counts = usage_of(body.usage_metadata)
     response_id, usage = body.response_id, body.usage_metadata
-    key = encode_key(
-        msgspec.structs.replace(
-            body,
-            response_id="" if type(response_id) is str else response_id,
-            usage_metadata=_SOME_USAGE if type(usage) is UsageMetadata else usage,
-            create_time=_SOME_TIME if body.create_time else body.create_time,
-        )
+    return keyed(
+        body,
+        usage_of(usage),
+        response_id="" if type(response_id) is str else response_id,
+        usage_metadata=_SOME_USAGE if type(usage) is UsageMetadata else usage,
+        create_time=_SOME_TIME if body.create_time else body.create_time,
     )
-    return key, counts.input_tokens, counts.output_tokens
 
 
 def blocked_ratings(ratings: msgspec.Raw | Given | None) -> list[JsonObject]:

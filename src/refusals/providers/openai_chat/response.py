@@ -29,8 +29,8 @@ from refusals.providers._common import (
     NormalizeError,
     Plain,
     arguments_text,
-    encode_key,
     key_names,
+    keyed,
     require_object,
 )
 from refusals.providers._lenient import Given, filled, is_null, lenient, raw_value
@@ -523,9 +523,7 @@ def usage_of(usage: ChatUsage | None) -> Usage:
 def outcome_key(body: Completion) -> Keyed:
     """`Keyed` for a decoded completion: `to_response` reads its `id` as the request id
     and its `usage` through `usage_of` alone (`created` is not declared)."""
-    usage = usage_of(body.usage)
-    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
-    return key, usage.input_tokens, usage.output_tokens
+    return keyed(body, usage_of(body.usage), id=None, usage=None)
 
 
 def prompt_results(body: Completion) -> msgspec.Raw | Given:

@@ -32,9 +32,9 @@ from refusals.providers._common import (
     arguments_text,
     arr,
     count,
-    encode_key,
     interrupted,
     key_names,
+    keyed,
     obj,
     plain_of,
     require_object,
@@ -369,9 +369,7 @@ def usage_of(usage: ResponseUsage | None) -> Usage:
 def outcome_key(body: Response) -> Keyed:
     """`Keyed` for a decoded Responses object: `to_response` reads its `id` as the request
     id and its `usage` through `usage_of` alone."""
-    counts = usage_of(body.usage)
-    key = encode_key(msgspec.structs.replace(body, id=None, usage=None))
-    return key, counts.input_tokens, counts.output_tokens
+    return keyed(body, usage_of(body.usage), id=None, usage=None)
 
 
 def _filters_of(value: Raw | Given) -> tuple[list[str], list[Detail]]:
