@@ -513,8 +513,11 @@ _FAST_BY_PROVIDER: dict[str, WireFormat] = {
 def _by_head(probe: bytes) -> WireFormat | None:
     """The module that sends bodies starting as `probe` does, or None."""
     head = _HEAD.match(probe)
-    if head is None:
-        return None
+    return _head_module(head) if head is not None else None
+
+
+def _head_module(head: re.Match[bytes]) -> WireFormat | None:
+    """The module a body's first key (and its value's first letters) names, or None."""
     key, value = head.groups()
     if value is not None:
         module = _BY_FIRST_VALUE.get((key, value))
@@ -623,7 +626,7 @@ def head_reader(payload: bytes) -> tuple[int, bool, StructReader | None] | None:
     # The match read the byte after its end; without a value, a quote there and the
     # byte after that (the value's first letter, looked for).
     length = head.end() + (1 if head.group(2) is not None else 2)
-    module = _by_head(payload)
+    module = _head_module(head)
     if module is None:
         return length, True, None
     return length, False, _STRUCT_READERS.get(module)
