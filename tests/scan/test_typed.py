@@ -1045,3 +1045,27 @@ def test_readers_kept_by_a_lines_first_bytes_are_the_ones_detection_picks(
     # the first key names no format and the telling keys decide) get detection's reader.
     for line in lines + lines:
         assert _bare_reader(line) is struct_reader(line)
+
+
+def test_batch_lines_and_bare_bodies_that_start_alike_are_each_counted_the_short_way(
+    tmp_path: Path,
+) -> None:
+    # `count_plain` picks its decode by a line's first 16 bytes and keeps a batch line's
+    # pick as a hint: a bare body under the same head must still be counted (by
+    # `count_rest` once), and the hint given up, so that the next one is counted in one
+    # decode again; and back.
+    head = "batch_req_"
+    batch = [
+        orjson.dumps({"id": f"{head}{n}", "custom_id": f"c{n}", "response": _wrapped(CHAT_STOP)})
+        for n in range(3)
+    ]
+    bare = [orjson.dumps({**CHAT_STOP, "id": f"{head}x{n}"}) for n in range(3)]
+    lines = [batch[0], bare[0], bare[1], bare[2], batch[1], batch[2]]
+    assert len({line[:16] for line in lines}) == 1
+    summary, rows = _assert_same(_write(tmp_path / "alike.jsonl", lines))
+    assert summary["records"] == len(rows) == 6
+    classifier = Classifier("alike.jsonl", "jsonl")
+    tally = Tally(Summary())
+    short = [classifier.count_plain(line, tally) for line in lines]
+    # At most the first line of a kind after the other kind takes the long way.
+    assert short[0] and short[2:4] == [True, True] and short[5]

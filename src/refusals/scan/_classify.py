@@ -989,6 +989,46 @@ def _bare_reader(line: bytes) -> StructReader | None:
     return searched_reader(line) if searched else reader
 
 
+_Route = tuple[Callable[[bytes], Any], Callable[[Any, str | None], Plain | None]]
+_BATCH: Final = object()
+_SEARCHED: Final = object()
+_DECLINED: Final = object()
+_routes: dict[bytes, Any] = {}  # a `_Route` or one of the two markers
+"""`count_plain`'s decode by a line's first bytes: `_BATCH` for a batch line, the bare
+body's plain decoder and verdict when `_heads` keeps its reader, `_SEARCHED` when the
+telling keys decide it. A hint, dropped when the decode fails: a batch line's decoder
+declines a bare body and a bare body's decoder declines a batch line. A lookup costs
+less than the search for `custom_id` and `_bare_reader`'s call."""
+
+
+def _quick_route(reader: StructReader | None) -> Any:
+    """A bare body's `_Route`; `_DECLINED` for a format without plain readers."""
+    if reader is None or reader.plain_body is None or reader.plain_answer is None:
+        return _DECLINED
+    return _quick_decoder(reader.plain_body), reader.plain_answer
+
+
+def _searched_route(line: bytes) -> Any:
+    """`_quick_route` of the reader the telling keys give."""
+    return _quick_route(searched_reader(line))
+
+
+def _route(line: bytes, head: bytes) -> Any:
+    """`_routes[head]`, worked out from `line` and kept when its head decides it."""
+    if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+        route: Any = _BATCH
+    else:
+        reader = _bare_reader(line)
+        if head not in _heads:
+            # The head does not decide the reader: asked again for every line.
+            return _quick_route(reader)
+        route = _SEARCHED if _heads[head] is None else _quick_route(reader)
+    if len(_routes) >= _HEADS_KEPT:
+        _routes.clear()
+    _routes[head] = route
+    return route
+
+
 class Classifier:
     """Classifies the lines of one file (or one part of it), in order.
 
@@ -1002,6 +1042,7 @@ class Classifier:
         "_deep_refused",
         "_errors",
         "_outcomes",
+        "_quick",
         "_run",
         "forced",
         "layout",
@@ -1017,6 +1058,7 @@ class Classifier:
         self.forced = forced
         # Exec runs span lines, so their events always take the dict path.
         self.typed = typed and layout not in ("exec-events", "proxy-log")
+        self._quick = self.typed and not forced
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
         # Error bodies are canned (no ids, no usage): what each one counts as, by its
@@ -1083,17 +1125,22 @@ class Classifier:
         bare body); False when `count_rest` must read it (it may be a plain answer all
         the same).
 
-        A scan may defer the lines this declines and read them together, in order: a
-        loop over the common lines alone stays in the processor's caches. One function,
-        not a call per step: it runs once per line."""
-        if not self.typed or self.forced:
+        The line's first bytes pick the decode (`_routes`). A scan may defer the lines
+        this declines and read them together, in order: a loop over the common lines
+        alone stays in the processor's caches. One function, not a call per step: it
+        runs once per line."""
+        if not self._quick:
             return False
         if (not line.isascii() or len(line) > _SHORT_LINE) and not _plausible(
             line, self._deep_refused
         ):
             return False
+        head = line[:_HEAD_BYTES]
+        route: Any = _routes.get(head)
+        if route is None:
+            route = _route(line, head)
         try:
-            if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+            if route is _BATCH:
                 quick = _decode_quick_batch(line)
                 # `Classifier._shape`: a `result` makes the line an Anthropic batch result.
                 result = quick.result
@@ -1103,20 +1150,24 @@ class Classifier:
                     verdict = openai_chat.plain_answer(quick.response.body)
                 else:
                     return False
+            elif route is _DECLINED:
+                return False
             else:
-                reader = _bare_reader(line)
-                if reader is None:
-                    return False
-                plain_body, answer = reader.plain_body, reader.plain_answer
-                if plain_body is None or answer is None:
-                    return False
-                # The decoder from the cache first: a call costs more.
-                quick = (_line_decoders.get(plain_body) or _quick_decoder(plain_body))(line)
+                if route is _SEARCHED:
+                    route = _searched_route(line)
+                    if route is _DECLINED:
+                        return False
+                decode, answer = route
+                quick = decode(line)
                 kind = quick.type
                 if type(kind) is str and _dict_path_type(kind):
                     return False
                 verdict = answer(quick, None)
         except _TYPED_ERRORS:
+            # Most often a line that is not a plain answer; else a batch line under a
+            # bare body's head or the other way round: the next line's route is asked
+            # again (a route only speeds the common line, the decoders decide).
+            _routes.pop(head, None)
             return False
         if verdict is None or verdict is NOT_PLAIN:
             return False
