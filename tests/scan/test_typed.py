@@ -507,9 +507,22 @@ def test_repeated_failures_without_a_response_count_as_each_would_alone(tmp_path
         lines.append(orjson.dumps(_openai(response, error=error, custom_id=f"r{index}")))
         kind = ("canceled", "expired", "errored", "succeeded", "unknown")[index % 5]
         lines.append(orjson.dumps(_anthropic({"type": kind})))
+        lines.append(orjson.dumps(_anthropic({"type": "errored", "error": ANTHROPIC_ERROR})))
+        lines.append(orjson.dumps(_anthropic({"type": "errored", "error": error})))
     summary, rows = _assert_same(_write(tmp_path / "failures.jsonl", lines))
     assert len(rows) + len(summary["problems"]) > 0
     assert {row[6] for row in rows} >= {"error"}
+    # After its first line, each failure is counted from the memo in `count_plain`'s one
+    # decode; the lines the typed path cannot read still take the dict path.
+    classifier = Classifier("failures.jsonl", "jsonl")
+    tally = Tally(Summary())
+    short = 0
+    for line in lines:
+        if classifier.count_plain(line, tally):
+            short += 1
+        else:
+            classifier.count_rest(line, tally)
+    assert short > len(lines) // 2
 
 
 def test_a_truncated_gzip_counts_the_same_lines_before_the_cut_however_it_is_read(

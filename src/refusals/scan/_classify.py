@@ -34,7 +34,7 @@ records.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Final, Literal, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 import orjson
@@ -447,10 +447,12 @@ class _QuickResponse(msgspec.Struct, gc=False, kw_only=True):
 
 
 class _QuickResult(msgspec.Struct, gc=False):
-    """`_PlainResult` of a succeeded request whose message is a plain answer."""
+    """`_PlainResult` of a succeeded request whose message is a plain answer, or of a
+    request that failed (its error kept raw, for `_error_key`'s memo)."""
 
-    type: Literal["succeeded"]
-    message: PlainMessage
+    type: str | None = None
+    message: PlainMessage | UnsetType = UNSET
+    error: Raw = _ABSENT
 
 
 class _QuickBatchLine(msgspec.Struct, gc=False):
@@ -460,7 +462,7 @@ class _QuickBatchLine(msgspec.Struct, gc=False):
     A line of any other kind fails the decode (the first thing `count_line` tries)."""
 
     custom_id: str | None
-    response: _QuickResponse | UnsetType = UNSET
+    response: _QuickResponse | UnsetType | None = UNSET
     result: _QuickResult | UnsetType = UNSET
     error: Raw | UnsetType = UNSET
     type: str | UnsetType = UNSET
@@ -835,6 +837,22 @@ def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | Non
     return (layout, status, data) if len(data) <= _ERROR_MEMO_BYTES else None
 
 
+_CANCELED_KEY: Final = ("anthropic-batch", -1, b"canceled")
+_EXPIRED_KEY: Final = ("anthropic-batch", -1, b"expired")
+
+
+def _failed_result_key(result: _QuickResult) -> tuple[str, int, bytes] | None:
+    """`_error_key` of an Anthropic batch line whose result holds no message."""
+    kind = result.type
+    if kind == "errored":
+        return "anthropic-batch", 0, bytes(result.error)
+    if kind == "canceled":
+        return _CANCELED_KEY
+    if kind == "expired":
+        return _EXPIRED_KEY
+    return None
+
+
 class ExecRun:
     """One `exec --json` run being read, from `thread.started` on."""
 
@@ -1145,11 +1163,23 @@ class Classifier:
                 # `Classifier._shape`: a `result` makes the line an Anthropic batch result.
                 result = quick.result
                 if result is not UNSET:
-                    verdict = anthropic.plain_answer(result.message, "anthropic")
-                elif quick.response is not UNSET:
-                    verdict = openai_chat.plain_answer(quick.response.body)
+                    message = result.message
+                    if message is UNSET:
+                        return self._count_failed(_failed_result_key(result), tally)
+                    if result.type != "succeeded":
+                        return False
+                    verdict = anthropic.plain_answer(message, "anthropic")
                 else:
-                    return False
+                    wrapped = quick.response
+                    if wrapped is None:
+                        # No response: the line's error says what failed.
+                        error = quick.error
+                        if type(error) is not Raw:
+                            return False
+                        return self._count_failed(("openai-batch", -1, bytes(error)), tally)
+                    if wrapped is UNSET:
+                        return False
+                    verdict = openai_chat.plain_answer(wrapped.body)
             elif route is _DECLINED:
                 return False
             else:
@@ -1177,6 +1207,16 @@ class Classifier:
             tally.add_new_plain(verdict)
         else:
             counts[verdict] = known + 1
+        return True
+
+    def _count_failed(self, key: tuple[str, int, bytes] | None, tally: Tally) -> bool:
+        """`count_plain` for a batch line whose request failed: counted from the memo of
+        `_error_key`s when the line's key is in it (the first line of each key takes the
+        long way, where the memo is filled)."""
+        known = self._errors.get(key) if key is not None else None
+        if known is None:
+            return False
+        _count(known, tally)
         return True
 
     def count_rest(self, line: bytes, tally: Tally) -> bool:
