@@ -1079,6 +1079,10 @@ def test_batch_lines_and_bare_bodies_that_start_alike_are_each_counted_the_short
     assert summary["records"] == len(rows) == 6
     classifier = Classifier("alike.jsonl", "jsonl")
     tally = Tally(Summary())
-    short = [classifier.count_plain(line, tally) for line in lines]
+    short: list[bool] = []
+    for line in lines:
+        short.append(classifier.count_plain(line, tally))
+        if not short[-1]:
+            assert classifier.count_rest(line, tally)
     # At most the first line of a kind after the other kind takes the long way.
     assert short[0] and short[2:4] == [True, True] and short[5]

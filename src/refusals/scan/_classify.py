@@ -1014,9 +1014,9 @@ _DECLINED: Final = object()
 _routes: dict[bytes, Any] = {}  # a `_Route` or one of the two markers
 """`count_plain`'s decode by a line's first bytes: `_BATCH` for a batch line, the bare
 body's plain decoder and verdict when `_heads` keeps its reader, `_SEARCHED` when the
-telling keys decide it. A hint, dropped when the decode fails: a batch line's decoder
-declines a bare body and a bare body's decoder declines a batch line. A lookup costs
-less than the search for `custom_id` and `_bare_reader`'s call."""
+telling keys decide it. A hint, dropped by `count_rest` when a line under the head is
+of the other kind: a batch line's decoder declines a bare body, and the other way
+round. A lookup costs less than the search for `custom_id` and `_bare_reader`'s call."""
 
 
 def _quick_route(reader: StructReader | None) -> Any:
@@ -1195,9 +1195,7 @@ class Classifier:
                 verdict = answer(quick, None)
         except _TYPED_ERRORS:
             # Most often a line that is not a plain answer; else a batch line under a
-            # bare body's head or the other way round: the next line's route is asked
-            # again (a route only speeds the common line, the decoders decide).
-            _routes.pop(head, None)
+            # bare body's head or the other way round, whose route `count_rest` drops.
             return False
         if verdict is None or verdict is NOT_PLAIN:
             return False
@@ -1221,7 +1219,14 @@ class Classifier:
 
     def count_rest(self, line: bytes, tally: Tally) -> bool:
         """`count_line` for a line `count_plain` declined."""
-        if self.typed and not self.forced and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
+        batch = self._quick and line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0
+        head = line[:_HEAD_BYTES]
+        route = _routes.get(head)
+        if route is not None and (route is _BATCH) is not batch:
+            # A batch line under a bare body's head, or the other way round: the next
+            # line with this head has its route asked again.
+            del _routes[head]
+        if batch:
             # Not a plain answer, or not one the plain Structs take: the envelope is read
             # with its body raw. An error body (most are repeats) is looked up; a 2xx
             # body (a refusal, a filter) is read by its format's split readers.
