@@ -1011,10 +1011,11 @@ _Route = tuple[Callable[[bytes], Any], Callable[[Any, str | None], Plain | None]
 _BATCH: Final = object()
 _SEARCHED: Final = object()
 _DECLINED: Final = object()
-_routes: dict[bytes, Any] = {}  # a `_Route` or one of the two markers
+_routes: dict[bytes, Any] = {}
 """`count_plain`'s decode by a line's first bytes: `_BATCH` for a batch line, the bare
-body's plain decoder and verdict when `_heads` keeps its reader, `_SEARCHED` when the
-telling keys decide it. A hint, dropped by `count_rest` when a line under the head is
+body's plain decoder and verdict (a `_Route`) when `_heads` keeps its reader,
+`_SEARCHED` when the telling keys decide it, `_DECLINED` for a format without plain
+readers. A hint, dropped by `count_rest` when a line under the head is
 of the other kind: a batch line's decoder declines a bare body, and the other way
 round. A lookup costs less than the search for `custom_id` and `_bare_reader`'s call."""
 
