@@ -63,8 +63,9 @@ filtered, an error, or anything the verdict alone cannot tell): read it whole.""
 Keyed = tuple[bytes, int, int]
 """`outcome_key`'s answer on a decoded body: what the response read from it depends on
 apart from its request id and usage, as bytes, and the usage's input and output tokens.
-Bodies of equal bytes give responses equal in all but those, so a scan counting many
-refused bodies reads one of each whole."""
+Bodies of equal bytes give responses equal in all but those (a usage's other counts,
+such as Anthropic's tokens per pass, included), so a scan counting many refused bodies
+reads one of each whole."""
 
 _encode_key = msgspec.json.encode
 

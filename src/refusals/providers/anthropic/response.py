@@ -14,6 +14,7 @@ from refusals.model import (
     LLMResponse,
     ToolCall,
     Usage,
+    detail_type,
     new_response,
     new_usage,
     stop_detail_text,
@@ -279,14 +280,23 @@ def usage_of(usage: MessageUsage | None) -> Usage:
     )
 
 
-def outcome_key(body: Message) -> Keyed | None:
+def outcome_key(body: Message) -> Keyed:
     """`Keyed` for a decoded Messages body: `to_response` reads its `id` as the request id
-    and its `usage` through `usage_of` alone. None when the usage has iterations, which
-    can say a fallback served the answer."""
+    and its `usage` through `usage_of` alone. Usage iterations (tokens per pass, new on
+    every line) are left out but for what a response reads of them: that there are some
+    (the body is then no plain answer) and whether one is a fallback's pass."""
     usage = body.usage
-    if usage is not None and usage.iterations:
-        return None
-    return keyed(body, usage_of(usage), id=None, usage=None)
+    counts = usage_of(usage)
+    key = keyed(body, counts, id=None, usage=None)
+    if usage is None or not usage.iterations:
+        return key
+    # JSON text holds no NUL byte, so the mark cannot be part of another body's bytes.
+    served = any(detail_type(it) == "fallback_message" for it in counts.iterations)
+    return key[0] + (_FALLBACK_PASS if served else _PASSES), key[1], key[2]
+
+
+_PASSES = b"\x00iterations"
+_FALLBACK_PASS = b"\x00iterations:fallback"
 
 
 def fallback_of(block: Block) -> Fallback:
