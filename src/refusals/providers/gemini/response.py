@@ -241,8 +241,12 @@ def _plain_finish(
             return None
         content = candidate.content
         for part in (content.parts if content is not None else None) or ():
-            if part.function_call is not None:
-                call_arguments(part)  # what `to_response` may decline the body on
+            call = part.function_call
+            if call is not None:
+                # What `to_response` may decline the body on (`call_arguments` decodes
+                # the arguments; writing them as text never fails).
+                if call.args != _NO_ARGS:
+                    raw_value(call.args)
                 if finish is _STOP:
                     finish = _TOOL_CALLS
     except FAST_FAILED:
