@@ -1038,10 +1038,12 @@ def _route(line: bytes, head: bytes) -> Any:
         route: Any = _BATCH
     else:
         reader = _bare_reader(line)
-        if head not in _heads:
+        # `get`, not `in` and then `[]`: another thread's scan may clear `_heads` between.
+        kept = _heads.get(head, _DECLINED)
+        if kept is _DECLINED:
             # The head does not decide the reader: asked again for every line.
             return _quick_route(reader)
-        route = _SEARCHED if _heads[head] is None else _quick_route(reader)
+        route = _SEARCHED if kept is None else _quick_route(reader)
     if len(_routes) >= _HEADS_KEPT:
         _routes.clear()
     _routes[head] = route
@@ -1225,8 +1227,9 @@ class Classifier:
         route = _routes.get(head)
         if route is not None and (route is _BATCH) is not batch:
             # A batch line under a bare body's head, or the other way round: the next
-            # line with this head has its route asked again.
-            del _routes[head]
+            # line with this head has its route asked again (another thread's scan may
+            # have dropped it already).
+            _routes.pop(head, None)
         if batch:
             # Not a plain answer, or not one the plain Structs take: the envelope is read
             # with its body raw. An error body (most are repeats) is looked up; a 2xx
