@@ -1033,15 +1033,19 @@ def _searched_route(line: bytes) -> Any:
 
 
 def _route(line: bytes, head: bytes) -> Any:
-    """`_routes[head]`, worked out from `line` and kept when its head decides it."""
+    """`_routes[head]`, worked out from `line`; kept when its head decides it and has come
+    before."""
     if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
         route: Any = _BATCH
     else:
+        # Kept only for a head `_heads` knew before this line: the letters of an id often
+        # follow the first key, so that most heads come once (and would evict the rest).
+        seen = head in _heads
         reader = _bare_reader(line)
-        # `get`, not `in` and then `[]`: another thread's scan may clear `_heads` between.
+        # `get`, not `[]`: another thread's scan may clear `_heads` meanwhile.
         kept = _heads.get(head, _DECLINED)
-        if kept is _DECLINED:
-            # The head does not decide the reader: asked again for every line.
+        if not seen or kept is _DECLINED:
+            # New, or the head does not decide the reader: asked again for the next line.
             return _quick_route(reader)
         route = _SEARCHED if kept is None else _quick_route(reader)
     if len(_routes) >= _HEADS_KEPT:
