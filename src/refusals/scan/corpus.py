@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -265,13 +266,28 @@ def _load(fixture: str, root: Path) -> Any:
     return orjson.loads((root / fixture).read_bytes())
 
 
+def _id_letters(index: int) -> str:
+    """Random-looking letters for a line's id, one of their own for each index (a
+    multiplicative hash, one-to-one on 64-bit numbers)."""
+    return "%016x" % (index * 0x9E3779B97F4A7C15 % 2**64)
+
+
+_ID_PREFIX = re.compile(r"[A-Za-z]+[-_](?:01)?")
+"""A vendor's id prefix (`chatcmpl-`, `msg_01`, `resp_`): real ids are random past it."""
+
+
 def _with_id(body: Any, index: int) -> Any:
-    # Real logs never repeat a response id; the classifier must not care either way.
+    # Real logs never repeat a response id; the classifier must not care either way. The
+    # number goes right after the vendor's prefix, where a real id's random letters start,
+    # so that bodies of one kind share only the first bytes real ones share.
     if not isinstance(body, dict):
         return body
     for key in ("id", "responseId"):  # Gemini's is `responseId`
-        if isinstance(body.get(key), str):
-            return {**body, key: f"{body[key]}-{index}"}
+        value = body.get(key)
+        if isinstance(value, str):
+            prefix = _ID_PREFIX.match(value)
+            cut = prefix.end() if prefix is not None else 0
+            return {**body, key: f"{value[:cut]}{_id_letters(index)}-{value[cut:]}"}
     metrics = body.get("metrics")
     if isinstance(metrics, dict) and "latencyMs" in metrics:  # Bedrock has no id
         return {**body, "metrics": {**metrics, "latencyMs": index}}
@@ -563,8 +579,11 @@ def write_bench_file(
     with open(path, "wb", buffering=4 * 1024 * 1024) as out:
         while written < target_bytes:
             for sample, expected in rng.choices(samples, weights, k=4096):
-                # Every line unique, as in a real log: its ids carry the line's number.
-                line = sample.replace(_UNIQUE_BYTES, b"%d" % index)
+                # Every line unique, as in a real log: its ids carry the line's number
+                # (response ids, letters of their own past the vendor's prefix).
+                line = sample.replace(_UNIQUE_BYTES, b"%d" % index).replace(
+                    _UNIQUE_ID_BYTES, _id_letters(index).encode()
+                )
                 index += 1
                 out.write(line)
                 out.write(b"\n")
@@ -579,6 +598,8 @@ about 5% of its records are blocked, as in a production log (the corpus: 13%).""
 _UNIQUE = 918273645
 """The index a bench line is made with, replaced by the line's number."""
 _UNIQUE_BYTES = b"%d" % _UNIQUE
+_UNIQUE_ID_BYTES = _id_letters(_UNIQUE).encode()
+assert _UNIQUE_BYTES not in _UNIQUE_ID_BYTES
 
 
 def copy_fixture(fixture: str, target: str | os.PathLike[str], root: Path = FIXTURES) -> None:
