@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
+import string
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,13 @@ from hypothesis import strategies as st
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.providers import struct_reader
 from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
-from refusals.scan._classify import _STOP_MEMO_SIZE, _bare_reader, _stop_fields, _stop_memo
+from refusals.scan._classify import (
+    _STOP_MEMO_SIZE,
+    _bare_reader,
+    _heads,
+    _stop_fields,
+    _stop_memo,
+)
 from refusals.scan._summary import MAX_BLOCKED_KEYS, MAX_EXPLANATIONS, MAX_PLAIN_KEYS, Tally
 from refusals.scan.corpus import Truth, exec_run, write_bench_file
 
@@ -1063,6 +1071,8 @@ def _bodies_by_their_heads(draw: st.DrawFn) -> bytes:
 @given(st.lists(_bodies_by_their_heads(), min_size=1, max_size=12))
 # The first key's value starts at byte 16: the match read past the quote to look for it.
 @example([b'{"model"\n  :\n  "1",}', b'{"model"\n  :\n  "claude-1",}'])
+# Ids that start with no letter share one key; the telling keys still decide each line.
+@example([b'{"id":"1a","choices":[]}', b'{"id":"2b","stop_reason":1}', b'{"id":"3c"}'])
 def test_readers_kept_by_a_lines_first_bytes_are_the_ones_detection_picks(
     lines: list[bytes],
 ) -> None:
@@ -1099,3 +1109,27 @@ def test_batch_lines_and_bare_bodies_that_start_alike_are_each_counted_the_short
             assert classifier.count_rest(line, tally)
     # At most the first line of a kind after the other kind takes the long way.
     assert short[0] and short[2:4] == [True, True] and short[5]
+
+
+def test_bodies_whose_ids_are_random_past_their_prefix_share_one_kept_reader(
+    tmp_path: Path,
+) -> None:
+    # Real ids are random right after the vendor's prefix (`msg_01XFD...`), within the
+    # 16 bytes a reader is kept by: such bodies are kept by the bytes the first key's
+    # match reads (the prefix and the byte after it), one entry for all of them.
+    rng = random.Random(7)
+    letters = string.ascii_letters + string.digits
+    lines: list[bytes] = []
+    for prefix in ("msg_01", "resp_", "gen-", ""):
+        body = ANTHROPIC_STOP if prefix == "msg_01" else CHAT_STOP
+        for _ in range(100):
+            # A UUID's first letter may be a digit or one of a-f, as real ones are.
+            tail = "".join(rng.choices(letters if prefix else "0123456789", k=24))
+            rest = {key: value for key, value in body.items() if key != "id"}
+            lines.append(orjson.dumps({"id": prefix + tail, **rest}))
+    _heads.clear()
+    for line in lines:
+        assert _bare_reader(line) is struct_reader(line)
+    assert len(_heads) == 4, sorted(_heads)
+    summary, rows = _assert_same(_write(tmp_path / "random-ids.jsonl", lines))
+    assert summary["records"] == len(rows) == 400

@@ -987,24 +987,55 @@ one format start alike (`{"id":"chatcmpl-`, `{"candidates":`), and a slice and a
 cost a third of the first key's match. None: the telling keys decide (`searched_reader`)."""
 
 
-def _bare_reader(line: bytes) -> StructReader | None:
-    """`struct_reader(line)`, through `_heads`."""
+_MISSING: Final = object()
+_ID_HEAD: Final = b'{"id":"'
+_ID_LETTERS: Final = slice(len(_ID_HEAD), len(_ID_HEAD) + 12)
+"""Where `head_reader` reads an id's first letters (at most 12)."""
+_LETTERS: Final = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
+_NOT_A_LETTER: Final = b"\x00"
+"""Ends an id's key in `_heads`: JSON text holds no NUL byte."""
+
+
+def _head_key(line: bytes, head: bytes) -> bytes:
+    """The key `_heads` keeps `line`'s reader by: its first 16 bytes, or for a body that
+    starts with an id (most do), the bytes through the id's first letters. An id is random
+    past those (`{"id":"msg_01XFD...`), and `head_reader` reads one byte more, which
+    decides nothing unless it is a letter too."""
+    if not line.startswith(_ID_HEAD):
+        return head
+    letters = line[_ID_LETTERS]
+    return line[: len(_ID_HEAD) + len(letters) - len(letters.lstrip(_LETTERS))] + _NOT_A_LETTER
+
+
+def _decide(line: bytes) -> tuple[StructReader | None, object]:
+    """`struct_reader(line)`, through `_heads`, and what `_heads` keeps for the line: its
+    reader, None when the telling keys decide, `_MISSING` when its first bytes do not."""
     head = line[:_HEAD_BYTES]
-    try:
-        reader = _heads[head]
-    except KeyError:
-        pass
-    else:
-        return reader if reader is not None else searched_reader(line)
+    key = _head_key(line, head)
+    kept = _heads.get(key, _MISSING)
+    if kept is not _MISSING:
+        return (searched_reader(line) if kept is None else kept), kept  # type: ignore[return-value]
     found = head_reader(line)
     if found is None:
-        return struct_reader(line)
+        return struct_reader(line), _MISSING
     length, searched, reader = found
-    if length <= _HEAD_BYTES and (searched or reader is not None):
-        if len(_heads) >= _HEADS_KEPT:
-            _heads.clear()
-        _heads[head] = reader
-    return searched_reader(line) if searched else reader
+    answer = searched_reader(line) if searched else reader
+    # An id's key holds what the match read (12 letters and more read past 16 bytes).
+    if (
+        not (searched or reader is not None)
+        or length > _HEAD_BYTES
+        or (key is not head and length != len(key))
+    ):
+        return answer, _MISSING
+    if len(_heads) >= _HEADS_KEPT:
+        _heads.clear()
+    _heads[key] = reader
+    return answer, reader
+
+
+def _bare_reader(line: bytes) -> StructReader | None:
+    """`struct_reader(line)`, through `_heads`."""
+    return _decide(line)[0]
 
 
 _Route = tuple[Callable[[bytes], Any], Callable[[Any, str | None], Plain | None]]
@@ -1018,6 +1049,10 @@ body's plain decoder and verdict (a `_Route`) when `_heads` keeps its reader,
 readers. A hint, dropped by `count_rest` when a line under the head is
 of the other kind: a batch line's decoder declines a bare body, and the other way
 round. A lookup costs less than the search for `custom_id` and `_bare_reader`'s call."""
+
+
+_seen: dict[bytes, None] = {}
+"""Heads `_route` has met once."""
 
 
 def _quick_route(reader: StructReader | None) -> Any:
@@ -1038,16 +1073,18 @@ def _route(line: bytes, head: bytes) -> Any:
     if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
         route: Any = _BATCH
     else:
-        # Kept only for a head `_heads` knew before this line: the letters of an id often
-        # follow the first key, so that most heads come once (and would evict the rest).
-        seen = head in _heads
-        reader = _bare_reader(line)
-        # `get`, not `[]`: another thread's scan may clear `_heads` meanwhile.
-        kept = _heads.get(head, _DECLINED)
-        if not seen or kept is _DECLINED:
-            # New, or the head does not decide the reader: asked again for the next line.
+        reader, kept = _decide(line)
+        if kept is _MISSING:
+            # The first bytes do not decide the reader: asked again for the next line.
             return _quick_route(reader)
         route = _SEARCHED if kept is None else _quick_route(reader)
+        if head not in _seen:
+            # Kept from a head's second line on: the letters of an id often follow the
+            # first key, so that most heads come once (and would evict the others).
+            if len(_seen) >= _HEADS_KEPT:
+                _seen.clear()
+            _seen[head] = None
+            return route
     if len(_routes) >= _HEADS_KEPT:
         _routes.clear()
     _routes[head] = route
