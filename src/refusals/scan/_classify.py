@@ -989,8 +989,10 @@ cost a third of the first key's match. None: the telling keys decide (`searched_
 
 _MISSING: Final = object()
 _ID_HEAD: Final = b'{"id":"'
-_ID_LETTERS: Final = slice(len(_ID_HEAD), len(_ID_HEAD) + 12)
-"""Where `head_reader` reads an id's first letters (at most 12)."""
+_SPACED_ID_HEAD: Final = b'{"id": "'
+"""How bodies that start with an id start (compact, or as Python's `json.dumps` writes)."""
+_ID_LETTERS: Final = 12
+"""How many of an id's first letters `head_reader` reads at most."""
 _LETTERS: Final = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
 _NOT_A_LETTER: Final = b"\x00"
 """Ends an id's key in `_heads`: JSON text holds no NUL byte."""
@@ -1001,10 +1003,14 @@ def _head_key(line: bytes, head: bytes) -> bytes:
     starts with an id (most do), the bytes through the id's first letters. An id is random
     past those (`{"id":"msg_01XFD...`), and `head_reader` reads one byte more, which
     decides nothing unless it is a letter too."""
-    if not line.startswith(_ID_HEAD):
+    if line.startswith(_ID_HEAD):
+        start = len(_ID_HEAD)
+    elif line.startswith(_SPACED_ID_HEAD):
+        start = len(_SPACED_ID_HEAD)
+    else:
         return head
-    letters = line[_ID_LETTERS]
-    return line[: len(_ID_HEAD) + len(letters) - len(letters.lstrip(_LETTERS))] + _NOT_A_LETTER
+    letters = line[start : start + _ID_LETTERS]
+    return line[: start + len(letters) - len(letters.lstrip(_LETTERS))] + _NOT_A_LETTER
 
 
 def _decide(line: bytes) -> tuple[StructReader | None, object]:
