@@ -1074,27 +1074,31 @@ def _searched_route(line: bytes) -> Any:
 
 
 def _route(line: bytes, head: bytes) -> Any:
-    """`_routes[head]`, worked out from `line`; kept when its head decides it and has come
-    before."""
+    """The route of `line` (never `_SEARCHED`), kept as `_routes[head]` when its head
+    decides it and has come before."""
     if line.find(b'"custom_id"', 0, _BATCH_HEAD) >= 0:
-        route: Any = _BATCH
-    else:
-        reader, kept = _decide(line)
-        if kept is _MISSING:
-            # The first bytes do not decide the reader: asked again for the next line.
-            return _quick_route(reader)
-        route = _SEARCHED if kept is None else _quick_route(reader)
-        if head not in _seen:
-            # Kept from a head's second line on: the letters of an id often follow the
-            # first key, so that most heads come once (and would evict the others).
-            if len(_seen) >= _HEADS_KEPT:
-                _seen.clear()
-            _seen[head] = None
-            return route
+        _keep_route(head, _BATCH)
+        return _BATCH
+    reader, kept = _decide(line)
+    found = _quick_route(reader)  # this line's: the telling keys were searched already
+    if kept is _MISSING:
+        # The first bytes do not decide the reader: asked again for the next line.
+        return found
+    if head not in _seen:
+        # Kept from a head's second line on: the letters of an id often follow the first
+        # key, so that most heads come once (and would evict the others).
+        if len(_seen) >= _HEADS_KEPT:
+            _seen.clear()
+        _seen[head] = None
+        return found
+    _keep_route(head, _SEARCHED if kept is None else found)
+    return found
+
+
+def _keep_route(head: bytes, route: Any) -> None:
     if len(_routes) >= _HEADS_KEPT:
         _routes.clear()
     _routes[head] = route
-    return route
 
 
 class Classifier:
