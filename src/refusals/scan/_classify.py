@@ -18,17 +18,18 @@ the line takes the dict path, which so writes every bad-record message.
 A scan that only counts (`Classifier.count_line`) asks first for the verdict alone. A
 line is first decoded into the formats' plain-answer Structs (`_QuickBatchLine` for a
 batch line, the format's own for a bare body, `StructReader.plain_body`), which decode
-only plain answers: most lines are counted from that one decode and `plain_answer`.
-A batch line they decline is read with its body raw (`_Envelope`): an error, or a
-request that got no answer, is counted once per status and bytes (they are canned: the
-same few come again and again); a 2xx body is decoded once by its format's split
-readers (`struct_reader(body, provider)`: chat completions, Messages, Gemini, Converse,
-Responses), plain answers counted from `plain_completion` and the like, the others from
-the response those readers build, once per `outcome_key` (the rest from a memo). A bare
-body of such a format is decoded once, into its Struct plus the one envelope key it does
-not read. Any other line is read as the typed path reads it. Refused and filtered
-responses are tallied by what a summary counts of them (`BlockedKey`), never made into
-records.
+only plain answers: most lines are counted from that one decode and `plain_answer`, and
+a failed batch request from it and the error memo below; the line's first bytes pick the
+Structs (`_routes`). A batch line they decline is read with its body raw (`_Envelope`):
+an error, or a request that got no answer, is counted once per status and bytes (they
+are canned: the same few come again and again); a 2xx body is decoded once by its
+format's split readers (`struct_reader(body, provider)`: chat completions, Messages,
+Gemini, Converse, Responses), plain answers counted from `plain_completion` and the
+like, the others from the response those readers build, once per `outcome_key` (the rest
+from a memo). A bare body of such a format is decoded once, into its Struct plus the one
+envelope key it does not read. Any other line is read as the typed path reads it.
+Refused and filtered responses are tallied by what a summary counts of them
+(`BlockedKey`), never made into records.
 """
 
 from __future__ import annotations
@@ -982,9 +983,10 @@ def _quick_decoder(plain_body: type[msgspec.Struct]) -> Callable[[bytes], Any]:
 _HEAD_BYTES: Final = 16
 _HEADS_KEPT: Final = 256
 _heads: dict[bytes, StructReader | None] = {}
-"""`struct_reader` by a line's first bytes, when they decide it: a log's bare bodies of
-one format start alike (`{"id":"chatcmpl-`, `{"candidates":`), and a slice and a lookup
-cost a third of the first key's match. None: the telling keys decide (`searched_reader`)."""
+"""`struct_reader` by a line's first bytes, when they decide it (`_head_key`: 16 bytes, or
+an id's first letters): a log's bare bodies of one format start alike (`{"id":"msg_01`,
+`{"candidates":`), and a slice and a lookup cost a third of the first key's match.
+None: the telling keys decide (`searched_reader`)."""
 
 
 _MISSING: Final = object()
@@ -1052,9 +1054,9 @@ _routes: dict[bytes, Any] = {}
 """`count_plain`'s decode by a line's first bytes: `_BATCH` for a batch line, the bare
 body's plain decoder and verdict (a `_Route`) when `_heads` keeps its reader,
 `_SEARCHED` when the telling keys decide it, `_DECLINED` for a format without plain
-readers. A hint, dropped by `count_rest` when a line under the head is
-of the other kind: a batch line's decoder declines a bare body, and the other way
-round. A lookup costs less than the search for `custom_id` and `_bare_reader`'s call."""
+readers. A hint, dropped by `count_rest` when a line under the head is of the other
+kind: a batch line's decoder declines a bare body, and the other way round. A lookup
+costs less than the search for `custom_id` and `_bare_reader`'s call."""
 
 
 _seen: dict[bytes, None] = {}
