@@ -278,8 +278,8 @@ _ID_PREFIX = re.compile(r"[A-Za-z]+[-_](?:01)?")
 
 def _with_id(body: Any, index: int) -> Any:
     # Real logs never repeat a response id; the classifier must not care either way. The
-    # number goes right after the vendor's prefix, where a real id's random letters start,
-    # so that bodies of one kind share only the first bytes real ones share.
+    # line's own letters go right after the vendor's prefix, where a real id's random
+    # letters start, so that bodies of one kind share only the first bytes real ones share.
     if not isinstance(body, dict):
         return body
     for key in ("id", "responseId"):  # Gemini's is `responseId`

@@ -281,6 +281,11 @@ def usage_of(usage: MessageUsage | None) -> Usage:
     )
 
 
+_PASSES = b"\x00iterations"
+_FALLBACK_PASS = b"\x00iterations:fallback"
+"""Marks `outcome_key` adds for a body whose usage has iterations (none, or a fallback's)."""
+
+
 def outcome_key(body: Message) -> Keyed:
     """`Keyed` for a decoded Messages body: `to_response` reads its `id` as the request id
     and its `usage` through `usage_of` alone. Usage iterations (tokens per pass, new on
@@ -294,10 +299,6 @@ def outcome_key(body: Message) -> Keyed:
     # JSON text holds no NUL byte, so the mark cannot be part of another body's bytes.
     served = any(detail_type(it) == "fallback_message" for it in counts.iterations)
     return key[0] + (_FALLBACK_PASS if served else _PASSES), key[1], key[2]
-
-
-_PASSES = b"\x00iterations"
-_FALLBACK_PASS = b"\x00iterations:fallback"
 
 
 def fallback_of(block: Block) -> Fallback:
