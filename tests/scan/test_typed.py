@@ -9,6 +9,7 @@ import json
 import random
 import string
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -1136,3 +1137,29 @@ def test_bodies_whose_ids_are_random_past_their_prefix_share_one_kept_reader(
     assert len(_heads) == 8, sorted(_heads)
     summary, rows = _assert_same(_write(tmp_path / "random-ids.jsonl", lines))
     assert summary["records"] == len(rows) == 800
+
+
+def test_parts_counted_on_threads_at_once_give_one_scans_summary(tmp_path: Path) -> None:
+    # A Dask worker with several threads runs tasks at once, and they share the module's
+    # kept readers and routes (clearing them when full): with thread switches made as
+    # frequent as they can be, parts counted on four threads merge into the summary of
+    # one scan of the whole file.
+    path = tmp_path / "bench.jsonl"
+    truth = write_bench_file(path, 2_000_000, seed=5)
+    whole = _scan(path, typed=True, keep=False)[0]
+    assert whole["records"] == truth.records
+    tasks = [item for item in plan([str(path)], chunk_bytes=64 * 1024) if isinstance(item, Task)]
+    assert len(tasks) > 20
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = list(pool.map(run_task, tasks))
+    finally:
+        sys.setswitchinterval(interval)
+    merged = Summary()
+    for result in results:
+        merged.merge(result.summary)
+    assert merged.to_json()["by_finish"] == whole["by_finish"]
+    assert merged.to_json()["records"] == whole["records"]
+    assert not merged.to_json()["problems"]
