@@ -822,17 +822,8 @@ def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | Non
             data = bytes(wrapped.body)
     elif layout == "anthropic-batch":
         result = envelope.result
-        if type(result) is not _Result:
-            return None
-        kind = result.type
-        if kind == "errored":
-            status = 0
-            data = bytes(result.error)
-        elif kind in ("canceled", "expired"):
-            status = -1
-            data = kind.encode()
-        else:
-            return None
+        key = _failed_result_key(result) if type(result) is _Result else None
+        return key if key is not None and len(key[2]) <= _ERROR_MEMO_BYTES else None
     else:
         return None
     return (layout, status, data) if len(data) <= _ERROR_MEMO_BYTES else None
@@ -842,8 +833,9 @@ _CANCELED_KEY: Final = ("anthropic-batch", -1, b"canceled")
 _EXPIRED_KEY: Final = ("anthropic-batch", -1, b"expired")
 
 
-def _failed_result_key(result: _QuickResult) -> tuple[str, int, bytes] | None:
-    """`_error_key` of an Anthropic batch line whose result holds no message."""
+def _failed_result_key(result: _Result | _QuickResult) -> tuple[str, int, bytes] | None:
+    """`_error_key` of an Anthropic batch result that failed (status 0: the error body's
+    type names it; -1: canceled or expired), or None for any other result."""
     kind = result.type
     if kind == "errored":
         return "anthropic-batch", 0, bytes(result.error)
