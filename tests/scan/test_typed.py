@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from refusals import LLMResponse, NormalizeError, normalize
 from refusals.providers import struct_reader
-from refusals.scan import Classifier, Summary, Task, expand_paths, plan, run_task
+from refusals.scan import Classifier, Summary, Task, _classify, expand_paths, plan, run_task
 from refusals.scan._classify import (
     _STOP_MEMO_SIZE,
     _bare_reader,
@@ -1035,12 +1035,52 @@ def test_refused_bodies_that_differ_in_ids_and_tokens_only_share_one_reading(
     summary, rows = _assert_same(path)
     assert len(rows) == 1200
     assert summary["totals"]["input_tokens"] == 4 * sum(range(300))
+    _classify._body_outcomes.clear()
     classifier = Classifier(str(path), "jsonl")
     counted = Summary()
     tally = Tally(counted)
     for line in lines:
         assert classifier.count_line(line, tally)
     assert len(classifier._outcomes) == 4
+
+
+def test_a_later_part_counts_from_the_outcomes_the_parts_before_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each part of a large file has a `Classifier` of its own. The memos of refused and
+    # error bodies are the process's: a part must not read whole again the kinds the
+    # parts before it read, and must count them the same.
+    lines: list[bytes] = []
+    for index in range(40):
+        chat = _set_at(CHAT_REFUSAL, ("id",), f"chatcmpl-{index}")
+        message = _set_at(ANTHROPIC_REFUSAL, ("id",), f"msg_{index}")
+        lines += [
+            orjson.dumps(_openai(_wrapped(chat), custom_id=f"c{index}")),
+            orjson.dumps(_anthropic({"type": "succeeded", "message": message})),
+            orjson.dumps(_openai(_wrapped(CHAT_ERROR, 400), custom_id=f"e{index}")),
+        ]
+    path = _write(tmp_path / "parts.jsonl", lines)
+    summary, _ = _assert_same(path)
+    _classify._body_outcomes.clear()
+    _classify._error_outcomes.clear()
+    first = Summary()
+    tally = Tally(first)
+    classifier = Classifier("part-0", "jsonl")
+    for line in lines[:30]:
+        assert classifier.count_line(line, tally)
+    assert _classify._body_outcomes and _classify._error_outcomes
+
+    def read_whole(response: LLMResponse) -> Any:
+        raise AssertionError("a line read whole again")
+
+    monkeypatch.setattr(_classify, "_outcome", read_whole)
+    later = Classifier("part-1", "jsonl")
+    for line in lines[30:]:
+        assert later.count_line(line, tally)
+    tally.add_to(first)
+    assert first.records == len(lines)
+    assert first.by_finish == summary["by_finish"]
+    assert first.refused == 80
 
 
 _HEAD_KEYS = ["id", "object", "type", "model", "candidates", "choices", "stopReason", "x"]

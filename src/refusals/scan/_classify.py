@@ -1095,6 +1095,17 @@ def _keep_route(head: bytes, route: Any) -> None:
     _routes[head] = route
 
 
+_error_outcomes: dict[tuple[str, int, bytes], Outcome] = {}
+"""What each error body counts as, by its layout, status and bytes (see `_error_key`):
+error bodies are canned (no ids, no usage). Kept for the process, as `_outcomes` is:
+a part of a file starts with what the parts before it met, where a memo of its own
+would read its first line of each kind whole again (a few ms per part)."""
+
+_body_outcomes: OutcomeMemo = {}
+"""`_count_decoded`'s memo of the outcomes of bodies that are not plain answers, for
+every `Classifier` of the process (what a body counts as depends on its bytes alone)."""
+
+
 class Classifier:
     """Classifies the lines of one file (or one part of it), in order.
 
@@ -1127,10 +1138,8 @@ class Classifier:
         self._quick = self.typed and not forced
         self._run: ExecRun | None = None
         self._deep_refused = deep_nesting_refused()
-        # Error bodies are canned (no ids, no usage): what each one counts as, by its
-        # status and bytes, for `count_line` (see `_error_key`).
-        self._errors: dict[tuple[str, int, bytes], Outcome] = {}
-        self._outcomes: OutcomeMemo = {}
+        self._errors = _error_outcomes
+        self._outcomes = _body_outcomes
 
     def _envelope(self, line: bytes, decode: Callable[[bytes], _E]) -> tuple[_E, str] | None:
         """The typed envelope of a raw line and its layout (`openai-batch`,
