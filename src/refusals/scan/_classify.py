@@ -1097,8 +1097,8 @@ def _keep_route(head: bytes, route: Any) -> None:
 
 _error_outcomes: dict[tuple[str, int, bytes], Outcome] = {}
 """What each error body counts as, by its layout, status and bytes (see `_error_key`):
-error bodies are canned (no ids, no usage). Kept for the process, as `_outcomes` is:
-a part of a file starts with what the parts before it met, where a memo of its own
+error bodies are canned (no ids, no usage). Kept for the process, as `_body_outcomes`
+is: each part of a file has a `Classifier` of its own, and with a memo of its own it
 would read its first line of each kind whole again (a few ms per part)."""
 
 _body_outcomes: OutcomeMemo = {}
