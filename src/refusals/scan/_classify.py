@@ -805,28 +805,28 @@ def _error_key(envelope: _Envelope, layout: str) -> tuple[str, int, bytes] | Non
     error body; the request id aside, which no count reads): an error body with its HTTP
     status, or (status -1) an OpenAI line's error without a response, or an Anthropic
     result canceled or expired. None for any other line, or a large body."""
+    key: tuple[str, int, bytes] | None = None
     if layout == "openai-batch":
         wrapped = envelope.response
         if type(wrapped) is not _Response:
             # `_openai_batch_typed` reads the line's error alone.
             error = envelope.error
-            if type(error) is not Raw:
-                return None
-            status = -1
-            data = bytes(error)
+            if type(error) is Raw:
+                key = _no_response_key(error)
         else:
             code = wrapped.status_code
-            if code is None or not 400 <= code < _U64_LIMIT:
-                return None
-            status = code
-            data = bytes(wrapped.body)
+            if code is not None and 400 <= code < _U64_LIMIT:
+                key = (layout, code, bytes(wrapped.body))
     elif layout == "anthropic-batch":
         result = envelope.result
-        key = _failed_result_key(result) if type(result) is _Result else None
-        return key if key is not None and len(key[2]) <= _ERROR_MEMO_BYTES else None
-    else:
-        return None
-    return (layout, status, data) if len(data) <= _ERROR_MEMO_BYTES else None
+        if type(result) is _Result:
+            key = _failed_result_key(result)
+    return key if key is not None and len(key[2]) <= _ERROR_MEMO_BYTES else None
+
+
+def _no_response_key(error: Raw) -> tuple[str, int, bytes]:
+    """`_error_key` of an OpenAI batch line with an error and no response (status -1)."""
+    return "openai-batch", -1, bytes(error)
 
 
 _CANCELED_KEY: Final = ("anthropic-batch", -1, b"canceled")
@@ -1233,7 +1233,7 @@ class Classifier:
                         error = quick.error
                         if type(error) is not Raw:
                             return False
-                        return self._count_failed(("openai-batch", -1, bytes(error)), tally)
+                        return self._count_failed(_no_response_key(error), tally)
                     if wrapped is UNSET:
                         return False
                     verdict = openai_chat.plain_answer(wrapped.body)
